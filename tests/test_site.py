@@ -1,0 +1,202 @@
+"""The built site, served on 127.0.0.1 and read by Debian's Chromium, as a reader would read it.
+
+Every page must load with no console error, no page error and no failed request; no request may
+leave the machine; math must be typeset by the vendored MathJax; every image must have a size;
+interactive plotly figures must draw; notebook pages must offer Colab and download buttons;
+internal links must resolve; and no cell output may show a traceback or stderr.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlparse
+
+import pytest
+from browser import browser, serve, wait_for_math
+from conftest import ROOT
+
+SKIP_DIRS = {"_static", "_sources", "_images", "slides", "_sphinx_design_static"}
+
+
+@dataclass
+class PageReport:
+    """What the browser saw on one page."""
+
+    path: str
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+    external_requests: list[str] = field(default_factory=list)
+    bad_status: list[str] = field(default_factory=list)
+    dom: dict = field(default_factory=dict)
+
+
+DOM_PROBE = """() => {
+  const q = (s) => Array.from(document.querySelectorAll(s));
+  return {
+    math_nodes: q('.math, span.math, div.math').length,
+    mjx: q('mjx-container').length,
+    mjx_errors: q('mjx-merror').length,
+    raw_tex: /\\\\\\(|\\\\\\[|\\$\\$/.test(q('article').map(a => a.innerText).join(' ')),
+    images: q('article img').map(i => ({src: i.getAttribute('src').slice(0, 80),
+                                        ok: i.complete && i.naturalWidth > 0 && i.naturalHeight > 0})),
+    plotly_divs: q('.plotly-graph-div').length,
+    plotly_drawn: q('.plotly-graph-div .main-svg').length,
+    plotly_empty: q('.plotly-graph-div').filter(d => !d.querySelector('.main-svg')).length,
+    colab: q('a[href^="https://colab.research.google.com/github/"]').length,
+    download_ipynb: q('a[href$=".ipynb"]').length,
+    output_stderr: q('.cell_output .stderr, .cell_output .output.stderr, .cell_output .traceback').length,
+    output_text: q('.cell_output').map(o => o.innerText).join('\\n'),
+    links: q('a[href]').map(a => a.href),
+  };
+}"""
+
+
+def site_pages(site: Path) -> list[str]:
+    """Every HTML page of the site, relative to its root (search/genindex included)."""
+    pages = []
+    for path in sorted(site.rglob("*.html")):
+        rel = path.relative_to(site)
+        if rel.parts[0] in SKIP_DIRS:
+            continue
+        pages.append(rel.as_posix())
+    return pages
+
+
+@pytest.fixture(scope="module")
+def reports(site: Path) -> dict[str, PageReport]:
+    """Open every page once; record everything the tests below look at."""
+    results: dict[str, PageReport] = {}
+    with serve(site) as base, browser() as chromium:
+        context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        host = urlparse(base).netloc
+        for rel in site_pages(site):
+            report = PageReport(rel)
+            page = context.new_page()
+
+            def route(route, report=report):
+                url = route.request.url
+                if urlparse(url).scheme in ("http", "https") and urlparse(url).netloc != host:
+                    report.external_requests.append(url)
+                    return route.abort()
+                return route.continue_()
+
+            page.route("**/*", route)
+            page.on("console", lambda m, r=report: r.console_errors.append(m.text)
+                    if m.type == "error" else None)
+            page.on("pageerror", lambda e, r=report: r.page_errors.append(str(e)))
+            page.on("requestfailed", lambda q, r=report: r.failed_requests.append(q.url))
+            page.on("response", lambda s, r=report: r.bad_status.append(f"{s.status} {s.url}")
+                    if s.status >= 400 else None)
+            page.goto(base + rel, wait_until="load")
+            page.wait_for_load_state("networkidle")
+            wait_for_math(page)
+            page.wait_for_timeout(200)
+            report.dom = page.evaluate(DOM_PROBE)
+            page.close()
+            results[rel] = report
+        context.close()
+        results["__base__"] = base  # type: ignore[assignment]
+    return results
+
+
+def pages_of(reports: dict) -> list[PageReport]:
+    return [r for k, r in reports.items() if k != "__base__"]
+
+
+def test_site_has_every_chapter(site: Path) -> None:
+    pages = site_pages(site)
+    notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    for stem in notebooks:
+        assert f"notebooks/{stem}.html" in pages, f"chapter {stem} is missing from the site"
+
+
+def test_no_console_or_page_errors(reports) -> None:
+    problems = {r.path: r.console_errors + r.page_errors for r in pages_of(reports)
+                if r.console_errors or r.page_errors}
+    assert not problems, f"pages with browser errors: {problems}"
+
+
+def test_no_failed_requests(reports) -> None:
+    problems = {r.path: r.failed_requests + r.bad_status for r in pages_of(reports)
+                if r.failed_requests or r.bad_status}
+    assert not problems, f"pages with failed requests: {problems}"
+
+
+def test_no_request_leaves_the_machine(reports) -> None:
+    problems = {r.path: r.external_requests for r in pages_of(reports) if r.external_requests}
+    assert not problems, f"pages requesting external resources (vendor them): {problems}"
+
+
+def test_math_renders(reports) -> None:
+    with_math = [r for r in pages_of(reports) if r.dom["math_nodes"]]
+    assert with_math, "no page contains math: the probe is broken"
+    for r in with_math:
+        assert r.dom["mjx"] > 0, f"{r.path}: math present but MathJax rendered nothing"
+        assert r.dom["mjx_errors"] == 0, f"{r.path}: {r.dom['mjx_errors']} MathJax errors"
+        assert not r.dom["raw_tex"], f"{r.path}: untypeset TeX delimiters in the text"
+
+
+def test_images_have_size(reports) -> None:
+    broken = {r.path: [i["src"] for i in r.dom["images"] if not i["ok"]] for r in pages_of(reports)}
+    broken = {k: v for k, v in broken.items() if v}
+    assert not broken, f"images that did not load: {broken}"
+
+
+def test_interactive_figures_render(reports) -> None:
+    chapters = [r for r in pages_of(reports) if r.path.startswith("notebooks/")]
+    assert any(r.dom["plotly_divs"] for r in chapters), "no interactive figure on any chapter"
+    for r in chapters:
+        assert r.dom["plotly_empty"] == 0, f"{r.path}: {r.dom['plotly_empty']} plotly figures not drawn"
+
+
+def test_notebook_pages_have_colab_and_download(reports) -> None:
+    for r in pages_of(reports):
+        if r.path.startswith("notebooks/"):
+            assert r.dom["colab"] >= 1, f"{r.path}: no Colab launch link"
+            assert r.dom["download_ipynb"] >= 1, f"{r.path}: no .ipynb download link"
+
+
+def test_no_tracebacks_or_stderr_in_outputs(reports) -> None:
+    for r in pages_of(reports):
+        assert r.dom["output_stderr"] == 0, f"{r.path}: stderr or traceback output shown"
+        text = r.dom["output_text"]
+        for marker in ("Traceback (most recent call last)", "Warning:", "Error:"):
+            assert marker not in text, f"{r.path}: cell output contains {marker!r}"
+
+
+def test_internal_links_resolve(reports, site: Path) -> None:
+    base = reports["__base__"]
+    ids_cache: dict[Path, set[str]] = {}
+    broken = []
+    for r in pages_of(reports):
+        for href in r.dom["links"]:
+            if not href.startswith(base):
+                continue
+            url, fragment = urldefrag(href)
+            target = site / unquote(urlparse(url).path).lstrip("/")
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{r.path} -> {href}")
+                continue
+            if fragment and target.suffix == ".html":
+                if target not in ids_cache:
+                    ids_cache[target] = set(re.findall(r'id="([^"]+)"', target.read_text()))
+                if unquote(fragment) not in ids_cache[target]:
+                    broken.append(f"{r.path} -> {href} (no such anchor)")
+    assert not broken, "broken internal links:\n" + "\n".join(sorted(set(broken)))
+
+
+def test_figures_are_opaque(site: Path) -> None:
+    """Figures must read in dark mode: PNGs have an opaque background."""
+    from PIL import Image
+
+    pngs = sorted((site / "_images").glob("*.png"))
+    assert pngs, "no figure images found in the site"
+    for png in pngs:
+        with Image.open(png) as image:
+            rgba = image.convert("RGBA")
+            corners = [rgba.getpixel((x, y))[3] for x in (0, rgba.width - 1) for y in (0, rgba.height - 1)]
+        assert min(corners) == 255, f"{png.name} has a transparent background (unreadable in dark mode)"
