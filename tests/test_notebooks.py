@@ -16,13 +16,34 @@ from nbtools import notebook_paths, tags
 from run_notebook import execute_standalone
 
 
+def text_outputs(nb) -> list[str]:
+    """The printed text of every code cell (streams and plain-text results), cell by cell."""
+    texts = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        parts = []
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                parts.append(output.text)
+            elif "text/plain" in output.get("data", {}) and "text/html" not in output["data"]:
+                parts.append(output["data"]["text/plain"])
+        texts.append("".join(parts))
+    return texts
+
+
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
 def test_runs_standalone_in_an_empty_folder(path) -> None:
+    """Alone in an empty folder, offline: no error, no stderr, and the same printed output as
+    the build's execution (outputs are deterministic: every random draw is seeded)."""
     assert os.environ.get("HF_HUB_OFFLINE") == "1", "run the tests offline (make test sets HF_HUB_OFFLINE=1)"
     result = execute_standalone(path, allow_errors=True)
     print(f"{path.name}: {result.seconds:.1f} s standalone")
     assert not result.errors, f"{path.name}: errors in cells {result.errors}"
     assert not result.stderr, f"{path.name}: stderr output {result.stderr}"
+    build = executed(path)
+    for index, (mine, theirs) in enumerate(zip(text_outputs(result.notebook), text_outputs(build))):
+        assert mine == theirs, f"{path.name}: code cell {index} printed differently in two runs"
 
 
 def executed(path):

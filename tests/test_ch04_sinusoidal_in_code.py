@@ -1,0 +1,307 @@
+"""Tests for Chapter 4, "The sinusoidal encoding in code" (the notebook's export cells)."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from nbload import chapter  # noqa: E402
+
+ch = chapter("04_sinusoidal_in_code")
+
+even_d = st.integers(1, 32).map(lambda half: 2 * half)
+bases = st.floats(2.0, 1e6)
+lengths = st.integers(0, 40)
+reals = st.floats(-1000.0, 1000.0)
+FAST = settings(max_examples=40, deadline=None)
+
+
+# --- the encoding -------------------------------------------------------------------------
+
+@FAST
+@given(T=lengths, d=even_d, base=bases)
+def test_shape_and_dtype(T, d, base):
+    pe = ch.sinusoidal_encoding(T, d, base)
+    assert pe.shape == (T, d) and pe.dtype == np.float64
+    for dtype in (torch.float32, torch.float64):
+        pt = ch.sinusoidal_encoding_torch(T, d, base, dtype=dtype)
+        assert pt.shape == (T, d) and pt.dtype == dtype
+
+
+@FAST
+@given(T=st.integers(1, 300), d=even_d, base=bases)
+def test_numpy_and_torch_agree(T, d, base):
+    pe = ch.sinusoidal_encoding(T, d, base)
+    pt64 = ch.sinusoidal_encoding_torch(T, d, base, torch.float64).numpy()
+    assert np.abs(pt64 - pe).max() < 1e-12
+    assert np.abs(ch.sinusoidal_encoding_torch(T, d, base).double().numpy() - pe).max() <= 2.0**-25
+
+
+@FAST
+@given(T=st.integers(0, 60), d=even_d)
+def test_matches_paper_loops_and_tutorial(T, d):
+    pe = ch.sinusoidal_encoding(T, d)
+    assert np.allclose(np.array(ch.pe_paper_loops(T, d)).reshape(T, d), pe, atol=1e-12)
+    assert np.allclose(ch.pe_pytorch_tutorial(T, d).numpy(), pe, atol=1e-12)
+
+
+@FAST
+@given(T=st.integers(1, 100), d=even_d, base=bases)
+def test_position_zero_and_constant_norm(T, d, base):
+    ch.check_encoding_basics(ch.sinusoidal_encoding(T, d, base))
+
+
+def test_layout_is_sin_then_cos():
+    pe = ch.sinusoidal_encoding_at([3.0], 6, 100.0)[0]
+    theta = 100.0 ** (-np.array([0, 2, 4]) / 6)
+    assert np.allclose(pe[0::2], np.sin(3 * theta)) and np.allclose(pe[1::2], np.cos(3 * theta))
+
+
+@FAST
+@given(d=even_d, base=bases)
+def test_wavelengths_geometric_and_short_of_2pi_b(d, base):
+    lam = ch.wavelengths(d, base)
+    assert lam[0] == pytest.approx(2 * np.pi)
+    if d > 2:
+        assert np.allclose(lam[1:] / lam[:-1], base ** (2 / d), rtol=1e-10)
+    assert lam[-1] == pytest.approx(2 * np.pi * base ** ((d - 2) / d), rel=1e-10)
+    assert lam[-1] < 2 * np.pi * base
+
+
+# --- shifts, rotations and the dot product -------------------------------------------------
+
+@FAST
+@given(p=reals, k=reals, d=even_d, base=bases)
+def test_shift_is_rotation(p, k, d, base):
+    M = ch.shift_matrix(k, d, base)
+    pe_p = ch.sinusoidal_encoding_at([p], d, base)[0]
+    assert np.allclose(M @ pe_p, ch.sinusoidal_encoding_at([p + k], d, base)[0], atol=1e-9)
+    assert np.allclose(M.T @ M, np.eye(d), atol=1e-12)
+
+
+@FAST
+@given(j=reals, k=reals, d=even_d, base=bases)
+def test_shift_matrices_compose(j, k, d, base):
+    assert np.allclose(ch.shift_matrix(j, d, base) @ ch.shift_matrix(k, d, base),
+                       ch.shift_matrix(j + k, d, base), atol=1e-9)
+    assert np.allclose(ch.shift_matrix(-k, d, base), ch.shift_matrix(k, d, base).T, atol=1e-12)
+
+
+def test_shift_matrix_blocks_are_transposed_rotations():
+    theta = ch.frequencies(8, 50.0)
+    M = ch.shift_matrix(1.7, 8, 50.0)
+    for i in range(4):
+        assert np.allclose(M[2 * i:2 * i + 2, 2 * i:2 * i + 2], ch.rotation(1.7 * theta[i]).T)
+    off_block = M.copy()
+    for i in range(4):
+        off_block[2 * i:2 * i + 2, 2 * i:2 * i + 2] = 0
+    assert not off_block.any()
+
+
+@FAST
+@given(m=reals, n=reals, s=reals, d=even_d, base=bases)
+def test_dot_product_depends_on_offset_only_and_is_even(m, n, s, d, base):
+    pe = ch.sinusoidal_encoding_at([m, n, m + s, n + s], d, base)
+    dot = pe[0] @ pe[1]
+    assert dot == pytest.approx(pe[2] @ pe[3], abs=1e-8)
+    assert dot == pytest.approx(ch.offset_similarity(m - n, d, base), abs=1e-8)
+    assert ch.offset_similarity(m - n, d, base) == pytest.approx(
+        ch.offset_similarity(n - m, d, base), abs=1e-12)
+
+
+# --- the four terms of a logit --------------------------------------------------------------
+
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), d=even_d)
+def test_attention_logit_terms_sum_to_logit(seed, d):
+    rng = np.random.default_rng(seed)
+    x_m, x_n, W_q, W_k = rng.normal(size=d), rng.normal(size=d), rng.normal(size=(d, d)), \
+        rng.normal(size=(d, d))
+    p_m, p_n = ch.sinusoidal_encoding_at(rng.uniform(0, 500, size=2), d)
+    terms = ch.attention_logit_terms(x_m, x_n, p_m, p_n, W_q, W_k)
+    assert list(terms) == ["content", "content-position", "position-content", "position"]
+    assert all(isinstance(v, float) for v in terms.values())
+    logit = (W_q @ (x_m + p_m)) @ (W_k @ (x_n + p_n))
+    assert sum(terms.values()) == pytest.approx(logit, rel=1e-10, abs=1e-9)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_logit_grid_matches_loop_and_dependence(seed):
+    rng = np.random.default_rng(seed)
+    d, T = 8, 12
+    W_q, W_k = rng.normal(size=(d, d)), rng.normal(size=(d, d))
+    x_q, x_k = rng.normal(size=d), rng.normal(size=d)
+    P = ch.sinusoidal_encoding(T, d)
+    loop = ch.logit_terms_loop(x_q, x_k, P, W_q, W_k)
+    grid = ch.logit_terms_grid(x_q, x_k, P, W_q, W_k)
+    for name in ch.TERM_NAMES:
+        assert np.allclose(loop[name], grid[name], atol=1e-10)
+    assert np.ptp(grid["content"]) == 0
+    assert np.allclose(grid["content-position"], grid["content-position"][:1])
+    assert np.allclose(grid["position-content"], grid["position-content"][:, :1])
+    identity = ch.logit_terms_grid(x_q, x_k, P, np.eye(d), np.eye(d))["position"]
+    assert ch.diagonal_spread(identity) < 1e-12
+
+
+def test_term_shares_sum_to_one():
+    rng = np.random.default_rng(1)
+    d = 8
+    sizes, variations = ch.term_shares(rng.normal(size=(5, 2, d)), ch.sinusoidal_encoding(10, d),
+                                       rng.normal(size=(d, d)), rng.normal(size=(d, d)))
+    assert sum(sizes.values()) == pytest.approx(1) and sum(variations.values()) == pytest.approx(1)
+    assert variations["content"] < 1e-12
+
+
+def test_embedding_row_norms_on_a_small_bert():
+    from transformers import BertConfig, BertModel
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=16, max_position_embeddings=12)
+    model = BertModel(config).eval()
+    norms = ch.embedding_row_norms(model)
+    assert norms["word"].shape == (30,) and norms["position"].shape == (12,)
+    expected = model.embeddings.word_embeddings.weight.detach().double().norm(dim=1).numpy()
+    assert np.allclose(norms["word"], expected)
+
+
+# --- diffusion timesteps --------------------------------------------------------------------
+
+@FAST
+@given(t=st.lists(st.floats(0, 2000), min_size=1, max_size=8), d=st.integers(2, 32).map(
+    lambda half: 2 * half), base=bases)
+def test_timestep_embedding_is_permuted_pe_with_changed_base(t, d, base):
+    te = ch.timestep_embedding(t, d, base)
+    assert te.shape == (len(t), d)
+    permuted = te[:, ch.concatenated_to_interleaved(d)]
+    assert np.allclose(permuted, ch.sinusoidal_encoding_at(t, d, base ** (d / (d - 2))), atol=1e-8)
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d", [3, 0, -4, 2.0, True])
+def test_bad_dimension(d):
+    with pytest.raises(ValueError, match="d must be a positive even integer"):
+        ch.sinusoidal_encoding(4, d)
+    with pytest.raises(ValueError, match="d must be a positive even integer"):
+        ch.sinusoidal_encoding_torch(4, d)
+    with pytest.raises(ValueError, match="d must be a positive even integer"):
+        ch.shift_matrix(1, d)
+
+
+@pytest.mark.parametrize("base", [0.0, -10.0, float("nan"), float("inf")])
+def test_bad_base(base):
+    with pytest.raises(ValueError, match="base must be a finite positive number"):
+        ch.sinusoidal_encoding(4, 8, base)
+    with pytest.raises(ValueError, match="base must be a finite positive number"):
+        ch.sinusoidal_encoding_torch(4, 8, base)
+    with pytest.raises(ValueError, match="base must be a finite positive number"):
+        ch.timestep_embedding([1.0], 8, base)
+
+
+@pytest.mark.parametrize("T", [-1, 2.5, True, "10"])
+def test_bad_length(T):
+    with pytest.raises(ValueError, match="num_positions must be a non-negative integer"):
+        ch.sinusoidal_encoding(T, 8)
+    with pytest.raises(ValueError, match="num_positions must be a non-negative integer"):
+        ch.sinusoidal_encoding_torch(T, 8)
+
+
+def test_other_bad_inputs():
+    with pytest.raises(ValueError, match="dtype must be a floating-point torch dtype"):
+        ch.sinusoidal_encoding_torch(4, 8, dtype=torch.int64)
+    with pytest.raises(ValueError, match="positions must be a 1-D sequence"):
+        ch.sinusoidal_encoding_at(np.zeros((2, 2)), 8)
+    with pytest.raises(ValueError, match="positions must be finite"):
+        ch.sinusoidal_encoding_at([0.0, float("nan")], 8)
+    for k in (float("nan"), float("inf"), "3"):
+        with pytest.raises(ValueError, match="offset k must be a finite real number"):
+            ch.shift_matrix(k, 8)
+    for d in (2, 5):
+        with pytest.raises(ValueError, match=r"d must be an even integer >= 4"):
+            ch.timestep_embedding([1.0], d)
+    with pytest.raises(ValueError, match="t must be a 1-D sequence of finite numbers"):
+        ch.timestep_embedding([float("inf")], 8)
+    with pytest.raises(ValueError, match="offsets must be finite"):
+        ch.offset_similarity([float("nan")], 8)
+    with pytest.raises(ValueError, match="need P of shape"):
+        ch.logit_terms_grid(np.zeros(3), np.zeros(4), np.zeros((5, 4)), np.eye(4), np.eye(4))
+
+
+# --- the interactive figure -----------------------------------------------------------------
+
+def _apply(state: dict, step: dict) -> None:
+    """Apply a plotly "update" slider step to a figure dict, as plotly.js would."""
+    state["visible"] = list(step["args"][0]["visible"])
+    for key, value in step["args"][1].items():
+        s, j = map(int, re.fullmatch(r"sliders\[(\d)\]\.steps\[(\d+)\]\.args\[0\]\.visible",
+                                     key).groups())
+        state["layout"]["sliders"][s]["steps"][j]["args"][0]["visible"] = list(value)
+
+
+def test_interactive_figure_sliders_are_independent_and_small():
+    bases, dims = (100.0, 1000.0, 10000.0, 100000.0), (16, 32, 64, 128)
+    fig = ch.interactive_base_dimension_figure(bases, dims)
+    assert len(fig.to_json()) < 300_000
+    layout = fig.to_plotly_json()["layout"]
+    state = {"layout": layout, "visible": [bool(t.visible) for t in fig.data]}
+    combos = [(d, b) for d in dims for b in bases]
+
+    def shown() -> tuple:
+        on = [i for i, v in enumerate(state["visible"]) if v]
+        assert len(on) == 2 and on[1] == on[0] + len(combos)
+        return combos[on[0]]
+
+    assert shown() == (64, 10000.0)
+    for slider, index in [(0, 0), (1, 3), (0, 3), (1, 0), (0, 1), (1, 2), (1, 1), (0, 2)]:
+        _apply(state, layout["sliders"][slider]["steps"][index])
+        d, b = shown()
+        if slider == 0:
+            assert b == bases[index]
+        else:
+            assert d == dims[index]
+    assert shown() == (32, 10000.0)
+    with pytest.raises(ValueError, match="must be a"):
+        ch.interactive_base_dimension_figure(start=(500.0, 64))
+
+
+# --- exercise check functions ---------------------------------------------------------------
+
+def _shift_encoding_ok(pe, k, base=10000.0):
+    pe = np.asarray(pe, dtype=np.float64)
+    M = ch.shift_matrix(k, pe.shape[-1], base)
+    return pe @ M.T
+
+
+def _offset_gram_ok(T, d, base=10000.0):
+    P = ch.sinusoidal_encoding(T, d, base)
+    return P @ P.T
+
+
+def test_check_functions_accept_correct_solutions(capsys):
+    ch.check_shift_encoding(_shift_encoding_ok)
+    ch.check_offset_gram(_offset_gram_ok)
+    out = capsys.readouterr().out
+    assert "All 6 checks passed." in out and "All 5 checks passed." in out
+
+
+def test_check_functions_reject_wrong_solutions():
+    with pytest.raises(AssertionError, match="d = 8, k = 3"):
+        ch.check_shift_encoding(lambda pe, k, base=10000.0: np.asarray(pe))
+    with pytest.raises(AssertionError, match="T = 5, d = 4"):
+        ch.check_offset_gram(lambda T, d, base=10000.0: np.eye(T))
+
+    def stub(*args):
+        raise NotImplementedError("Exercise")
+
+    with pytest.raises(NotImplementedError):
+        ch.check_shift_encoding(stub)
+    with pytest.raises(NotImplementedError):
+        ch.check_offset_gram(stub)

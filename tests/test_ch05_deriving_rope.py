@@ -1,0 +1,256 @@
+"""Tests for Chapter 5, "From adding to rotating: deriving RoPE" (notebooks/05_deriving_rope.ipynb).
+
+Only the notebook's ``export`` cells are executed (tests/nbload.py), so these are the functions
+the reader sees.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from nbload import chapter  # noqa: E402
+
+ch = chapter("05_deriving_rope")
+
+SETTINGS = settings(max_examples=60, deadline=None)
+dims = st.integers(min_value=1, max_value=64).map(lambda h: 2 * h)
+positions = st.floats(min_value=-5000, max_value=5000, allow_nan=False)
+int_positions = st.integers(min_value=-5000, max_value=5000)
+bases = st.floats(min_value=2.0, max_value=1e6, allow_nan=False)
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+# --- the relative property and orthogonality ------------------------------------------------
+
+@SETTINGS
+@given(m=positions, n=positions, d=dims, base=bases)
+def test_relative_property(m, n, d, base):
+    R_m, R_n = ch.rope_matrix(m, d, base), ch.rope_matrix(n, d, base)
+    assert np.allclose(R_m.T @ R_n, ch.rope_matrix(n - m, d, base), atol=1e-8)
+
+
+@SETTINGS
+@given(m=positions, n=positions, d=dims, base=bases)
+def test_composition(m, n, d, base):
+    assert np.allclose(ch.rope_matrix(m, d, base) @ ch.rope_matrix(n, d, base),
+                       ch.rope_matrix(m + n, d, base), atol=1e-8)
+
+
+@SETTINGS
+@given(m=positions, d=dims, base=bases, seed=seeds)
+def test_orthogonal_and_norm_preserving(m, d, base, seed):
+    R = ch.rope_matrix(m, d, base)
+    assert np.allclose(R.T @ R, np.eye(d), atol=1e-12)
+    assert np.allclose(R.T, ch.rope_matrix(-m, d, base))
+    v = np.random.default_rng(seed).normal(size=d)
+    assert np.isclose(np.linalg.norm(R @ v), np.linalg.norm(v))
+
+
+@pytest.mark.parametrize("d", [2, 8, 64])
+def test_position_zero_is_identity_and_structure(d):
+    assert np.array_equal(ch.rope_matrix(0, d), np.eye(d))
+    R = ch.rope_matrix(3.0, d)
+    assert np.count_nonzero(R) == 2 * d  # only the 2 x 2 diagonal blocks
+    assert np.allclose(R[:2, :2], ch.rotation_2d(3.0))  # theta_0 = 1
+
+
+@SETTINGS
+@given(m=int_positions, n=int_positions, d=dims, base=bases, seed=seeds)
+def test_score_depends_on_offset_only(m, n, d, base, seed):
+    rng = np.random.default_rng(seed)
+    W_q, W_k = rng.normal(size=(2, d, d))
+    x_m, x_n = rng.normal(size=(2, d))
+    shift = int(rng.integers(-1000, 1000))
+    def score(a, b):
+        return (ch.rope_matrix(a, d, base) @ W_q @ x_m) @ (ch.rope_matrix(b, d, base) @ W_k @ x_n)
+    expected = x_m @ W_q.T @ ch.rope_matrix(n - m, d, base) @ W_k @ x_n
+    scale = np.linalg.norm(W_q @ x_m) * np.linalg.norm(W_k @ x_n)
+    assert abs(score(m, n) - expected) <= 1e-9 * scale
+    assert abs(score(m + shift, n + shift) - score(m, n)) <= 1e-9 * scale
+
+
+# --- complex form ---------------------------------------------------------------------------
+
+@SETTINGS
+@given(m=positions, d=dims, base=bases, seed=seeds)
+def test_complex_form_equals_dense(m, d, base, seed):
+    x = np.random.default_rng(seed).normal(size=d)
+    assert np.allclose(ch.rope_complex(x, m, base), ch.rope_matrix(m, d, base) @ x, atol=1e-10)
+
+
+def test_complex_form_batches_over_leading_axes():
+    X = np.random.default_rng(0).normal(size=(2, 3, 8))
+    assert np.allclose(ch.rope_complex(X, 5.0), X @ ch.rope_matrix(5.0, 8).T)
+
+
+@SETTINGS
+@given(d=dims, seed=seeds)
+def test_pairs_round_trip(d, seed):
+    x = np.random.default_rng(seed).normal(size=d)
+    assert np.array_equal(ch.complex_to_pairs(ch.pairs_to_complex(x)), x)
+
+
+@SETTINGS
+@given(m=int_positions.filter(lambda m: abs(m) <= 300), d=dims, base=bases, seed=seeds)
+def test_theta_operator_is_complex_form_of_rope(m, d, base, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=d // 2) + 1j * rng.normal(size=d // 2)
+    Theta_m = np.linalg.matrix_power(ch.theta_operator(d, base), abs(m))
+    if m < 0:
+        Theta_m = Theta_m.conj()
+    assert np.allclose(ch.complex_to_pairs(Theta_m @ z),
+                       ch.rope_matrix(m, d, base) @ ch.complex_to_pairs(z), atol=1e-8)
+
+
+@SETTINGS
+@given(m=st.integers(min_value=0, max_value=2000), d=dims, base=bases)
+def test_sinusoidal_code_is_an_orbit(m, d, base):
+    pe = ch.sinusoidal_pe(m, d, base)
+    assert np.allclose(pe, ch.rope_matrix(-m, d, base) @ ch.sinusoidal_pe(0, d, base), atol=1e-9)
+
+
+# --- modulation identity ----------------------------------------------------------------------
+
+@SETTINGS
+@given(phi=st.floats(-100, 100), seed=seeds)
+def test_rotation_is_cos_plus_sin_J(phi, seed):
+    q, k = np.random.default_rng(seed).normal(size=(2, 2))
+    assert np.allclose(ch.rotation_2d(phi), np.cos(phi) * np.eye(2) + np.sin(phi) * ch.J)
+    assert np.isclose(q @ ch.rotation_2d(phi) @ k,
+                      np.cos(phi) * (q @ k) + np.sin(phi) * (q @ ch.J @ k))
+
+
+@SETTINGS
+@given(m=int_positions, n=int_positions, omega=st.floats(0, 3), seed=seeds)
+def test_modulation_terms_sum_to_rope_score(m, n, omega, seed):
+    q, k = np.random.default_rng(seed).normal(size=(2, 2))
+    score = (ch.rotation_2d(m * omega) @ q) @ (ch.rotation_2d(n * omega) @ k)
+    terms = ch.modulation_terms(q, k, omega, m - n)
+    assert np.isclose(terms["cos"] + terms["sin"], score, atol=1e-9)
+    assert np.isclose(terms["cos"], np.cos(omega * (m - n)) * (q @ k))
+    assert np.isclose(terms["sin"], -np.sin(omega * (m - n)) * (q @ ch.J @ k))
+
+
+@SETTINGS
+@given(m=int_positions, n=int_positions, d=dims, seed=seeds)
+def test_rope_logit_terms_match_dense_and_vanish_without_content(m, n, d, seed):
+    rng = np.random.default_rng(seed)
+    W_q, W_k = rng.normal(size=(2, d, d))
+    x_m, x_n = rng.normal(size=(2, d))
+    full = (ch.rope_matrix(m, d) @ W_q @ x_m) @ (ch.rope_matrix(n, d) @ W_k @ x_n)
+    terms = ch.rope_logit_terms(x_m, x_n, W_q, W_k, m - n)
+    assert np.isclose(terms["cos"] + terms["sin"], full, atol=1e-8 * (1 + abs(full)))
+    empty = ch.rope_logit_terms(np.zeros(d), x_n, W_q, W_k, m - n)
+    assert empty["cos"] + empty["sin"] == 0.0  # no position-only term
+
+
+def test_modulation_terms_accept_arrays_of_offsets():
+    q, k = np.array([1.0, 2.0]), np.array([-0.5, 0.3])
+    deltas = np.arange(-5, 6)
+    terms = ch.modulation_terms(q, k, 0.7, deltas)
+    assert terms["cos"].shape == terms["sin"].shape == deltas.shape
+
+
+def test_toeplitz_defect():
+    S = np.add.outer(np.arange(5.0), -np.arange(5.0))  # S[m, n] = m - n
+    assert ch.toeplitz_defect(S) == 0.0
+    assert ch.toeplitz_defect(np.arange(25.0).reshape(5, 5)) == 24.0  # 5m + n: diagonal 0 spans 0..24
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d", [3, 7, 0, -2])
+def test_rope_rejects_bad_dimension(d):
+    with pytest.raises(ValueError, match="positive even integer"):
+        ch.rope_matrix(1.0, d)
+    with pytest.raises(ValueError, match="even"):
+        ch.rope_complex(np.ones(max(d, 0)), 1.0)
+
+
+@pytest.mark.parametrize("m", [np.nan, np.inf, -np.inf])
+def test_rope_rejects_non_finite_position(m):
+    with pytest.raises(ValueError, match="finite"):
+        ch.rope_matrix(m, 8)
+    with pytest.raises(ValueError, match="finite"):
+        ch.rope_complex(np.ones(8), m)
+    with pytest.raises(ValueError, match="finite"):
+        ch.sinusoidal_pe(m, 8)
+
+
+@pytest.mark.parametrize("base", [0.0, -10.0, np.inf, np.nan])
+def test_rope_rejects_bad_base(base):
+    with pytest.raises(ValueError, match="base"):
+        ch.rope_matrix(1.0, 8, base)
+    with pytest.raises(ValueError, match="base"):
+        ch.rope_complex(np.ones(8), 1.0, base)
+
+
+def test_other_bad_inputs():
+    with pytest.raises(ValueError, match="finite"):
+        ch.rotation_2d(np.nan)
+    with pytest.raises(ValueError, match="one real angle"):
+        ch.rotation_2d(np.array([0.1, 0.2]))
+    with pytest.raises(ValueError, match="2-vectors"):
+        ch.modulation_terms(np.ones(4), np.ones(4), 0.5, 1)
+    with pytest.raises(ValueError, match="omega"):
+        ch.modulation_terms(np.ones(2), np.ones(2), np.inf, 1)
+    with pytest.raises(ValueError, match="delta"):
+        ch.modulation_terms(np.ones(2), np.ones(2), 0.5, [1.0, np.nan])
+    with pytest.raises(ValueError, match="real"):
+        ch.pairs_to_complex(np.ones(4, dtype=complex))
+    with pytest.raises(ValueError, match="square"):
+        ch.toeplitz_defect(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="position m"):
+        ch.rope_complex(np.ones(4), np.array([1.0, 2.0]))
+
+
+# --- exercise checks accept the solutions and reject wrong answers ------------------------------
+
+def _solution_rope_elementwise(x, m, base=10000.0):
+    x = np.asarray(x, dtype=float)
+    if x.shape[-1] % 2:
+        raise ValueError("even length needed")
+    return ch.rope_complex(x, m, base)
+
+
+def _solution_rope_sequence(X, base=10000.0):
+    rows = [torch.tensor(ch.rope_complex(X[m].double().numpy(), m, base), dtype=X.dtype)
+            for m in range(X.shape[0])]
+    return torch.stack(rows)
+
+
+def test_exercise_checks_pass_correct_answers(capsys):
+    ch.check_rope_elementwise(_solution_rope_elementwise)
+    ch.check_rope_sequence_complex(_solution_rope_sequence)
+    assert capsys.readouterr().out.count("checks passed") == 2
+
+
+def test_exercise_checks_catch_wrong_answers():
+    def wrong_sign(x, m, base=10000.0):  # rotates the wrong way
+        return _solution_rope_elementwise(x, -m, base)
+
+    def off_by_one(X, base=10000.0):  # positions counted from 1
+        return torch.stack([torch.tensor(ch.rope_complex(X[m].double().numpy(), m + 1, base),
+                                         dtype=X.dtype) for m in range(X.shape[0])])
+
+    with pytest.raises(AssertionError, match="failed"):
+        ch.check_rope_elementwise(wrong_sign)
+    with pytest.raises(AssertionError, match="position m = 0"):
+        ch.check_rope_sequence_complex(off_by_one)
+
+
+def test_exercise_checks_let_not_implemented_through():
+    def stub(*args):
+        raise NotImplementedError("stub")
+
+    with pytest.raises(NotImplementedError):
+        ch.check_rope_elementwise(stub)
+    with pytest.raises(NotImplementedError):
+        ch.check_rope_sequence_complex(stub)
