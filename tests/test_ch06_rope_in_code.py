@@ -1,0 +1,325 @@
+"""Chapter 6's functions, taken from the notebook: four RoPE implementations, the permutation
+between the interleaved and split-halves layouts, agreement with transformers in float32 and
+bfloat16, the RoPE attention layer with its caches, and the exercise checks."""
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stdout
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nbload import chapter
+
+ch = chapter("06_rope_in_code")
+
+SEEDS = st.integers(0, 2**31 - 1)
+# (batch, heads, tokens, head_dim) with an even head_dim up to 128
+SHAPES = st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 8), st.integers(1, 64).map(lambda h: 2 * h))
+INTERLEAVED = {"dense": ch.apply_rope_dense, "interleaved": ch.apply_rope_interleaved,
+               "complex": ch.apply_rope_complex}
+ALL_LAYOUTS = [(rope, "interleaved") for rope in INTERLEAVED.values()] + [(ch.apply_rope_halves, "halves")]
+
+
+def random_input(seed: int, shape: tuple[int, ...], max_position: int, dtype=torch.float64,
+                 shared_positions: bool = False):
+    """x of the given shape and integer position_ids (B, T), or (1, T) when shared."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
+    rows = 1 if shared_positions else shape[0]
+    position_ids = torch.randint(0, max_position, (rows, shape[2]), generator=generator)
+    return x, position_ids
+
+
+def to_halves(rope, layout: str):
+    """An implementation seen in the split-halves layout: permute in, rotate, permute out."""
+    if layout == "halves":
+        return rope
+
+    def permuted(x, position_ids, base=10000.0):
+        perm = ch.interleaved_to_halves_perm(x.shape[-1])
+        return rope(x[..., torch.argsort(perm)], position_ids, base)[..., perm]
+
+    return permuted
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=SHAPES, seed=SEEDS, max_position=st.sampled_from([1, 50, 8192]), shared=st.booleans(),
+       base=st.sampled_from([10000.0, 500000.0, 100.0]))
+def test_four_implementations_agree(shape, seed, max_position, shared, base) -> None:
+    x, position_ids = random_input(seed, shape, max_position, shared_positions=shared)
+    reference = ch.apply_rope_dense(x, position_ids, base)
+    for name in ("interleaved", "complex"):
+        assert torch.allclose(INTERLEAVED[name](x, position_ids, base), reference, atol=1e-10), name
+    halves = ch.apply_rope_halves(x[..., ch.interleaved_to_halves_perm(shape[-1])], position_ids, base)
+    assert torch.allclose(halves, reference[..., ch.interleaved_to_halves_perm(shape[-1])], atol=1e-10)
+
+
+@settings(max_examples=30, deadline=None)
+@given(d=st.integers(1, 32).map(lambda h: 2 * h), seed=SEEDS, m=st.integers(0, 5000), n=st.integers(0, 5000),
+       shift=st.integers(-3000, 3000))
+def test_scores_depend_only_on_the_offset(d, seed, m, n, shift) -> None:
+    """(R_m q)^T (R_n k) = q^T R_(n-m) k, so shifting both positions changes nothing."""
+    generator = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(1, 1, 1, d, generator=generator, dtype=torch.float64) for _ in range(2))
+    R = torch.from_numpy(ch.rope_matrix(n - m, d))
+    back = torch.argsort(ch.interleaved_to_halves_perm(d))  # split halves -> interleaved
+    for rope, layout in ALL_LAYOUTS:
+        qi, ki = (q.flatten(), k.flatten()) if layout == "interleaved" else (q.flatten()[back], k.flatten()[back])
+        expected = (qi @ R @ ki).item()
+        for mm, nn_ in ((m, n), (m + shift, n + shift)):
+            score = (rope(q, torch.tensor([[mm]])) * rope(k, torch.tensor([[nn_]]))).sum().item()
+            assert abs(score - expected) <= 1e-9 * max(1.0, abs(expected)), (rope.__name__, mm, nn_)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=SHAPES, seed=SEEDS, max_position=st.sampled_from([10, 100000]))
+def test_rotation_preserves_norms(shape, seed, max_position) -> None:
+    x, position_ids = random_input(seed, shape, max_position)
+    for rope, _ in ALL_LAYOUTS:
+        assert torch.allclose(rope(x, position_ids).norm(dim=-1), x.norm(dim=-1), rtol=1e-12), rope.__name__
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=SHAPES, seed=SEEDS, n_heads=st.integers(1, 4), d_in=st.integers(1, 16))
+def test_layout_permutation_round_trips(shape, seed, n_heads, d_in) -> None:
+    x, position_ids = random_input(seed, shape, 8192, dtype=torch.float32)
+    d = shape[-1]
+    perm = ch.interleaved_to_halves_perm(d)
+    assert sorted(perm.tolist()) == list(range(d))
+    assert torch.equal(x[..., perm][..., torch.argsort(perm)], x)
+    # bit for bit: interleaved RoPE, permuted == split-halves RoPE of the permuted input
+    assert torch.equal(ch.apply_rope_interleaved(x, position_ids)[..., perm],
+                       ch.apply_rope_halves(x[..., perm], position_ids))
+    # weights: per-head permutation, its inverse, and the reshape/transpose of conversion scripts
+    W = torch.randn(n_heads * d, d_in, generator=torch.Generator().manual_seed(seed))
+    to_halves_rows = ch.permute_head_rows(W, n_heads, perm)
+    assert torch.equal(ch.permute_head_rows(to_halves_rows, n_heads, torch.argsort(perm)), W)
+    script = W.view(n_heads, d // 2, 2, d_in).transpose(1, 2).reshape(n_heads * d, d_in)
+    assert torch.equal(to_halves_rows, script)
+    bias = torch.arange(n_heads * d, dtype=torch.float32)
+    assert torch.equal(ch.permute_head_rows(bias, n_heads, perm), ch.permute_head_rows(bias[:, None], n_heads, perm)[:, 0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=SHAPES, seed=SEEDS, max_position=st.sampled_from([1, 100, 8192]), shared=st.booleans(),
+       offset=st.integers(0, 4000))
+def test_matches_transformers_in_float32(shape, seed, max_position, shared, offset) -> None:
+    x, position_ids = random_input(seed, shape, max_position, dtype=torch.float32, shared_positions=shared)
+    position_ids = position_ids + offset  # a KV-cache offset
+    reference = ch.transformers_rope(x, position_ids)
+    for rope, layout in ALL_LAYOUTS[1:]:  # the dense reference uses float64 angles: not bit-compatible
+        gap = (to_halves(rope, layout)(x, position_ids) - reference).abs().max().item()
+        assert gap <= 1e-6, (rope.__name__, gap)
+    assert torch.equal(ch.apply_rope_halves(x, position_ids), reference)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=SHAPES, seed=SEEDS, max_position=st.sampled_from([1, 100, 4096]))
+def test_bfloat16_within_the_derived_tolerance(shape, seed, max_position) -> None:
+    """Each output is within 2**-6 times its pair's norm of the exact (float64) rotation of the
+    bfloat16 input; see the chapter's derivation (3.04 u + the float32 angle error < 2**-6)."""
+    x16, position_ids = random_input(seed, shape, max_position, dtype=torch.bfloat16)
+    x64 = x16.double()
+    exact_halves = ch.apply_rope_halves(x64, position_ids)
+    for rope, layout in ALL_LAYOUTS:
+        exact = exact_halves if layout == "halves" else ch.apply_rope_dense(x64, position_ids)
+        out = rope(x16, position_ids)
+        assert out.dtype == torch.bfloat16
+        error = (out.double() - exact).abs()
+        assert (error <= ch.BF16_RELATIVE_TOLERANCE * ch.pair_norms(x64, layout) + 1e-30).all(), rope.__name__
+    reference = ch.transformers_rope(x16, position_ids)
+    assert torch.equal(ch.apply_rope_halves(x16, position_ids), reference)
+    assert ((reference.double() - exact_halves).abs()
+            <= ch.BF16_RELATIVE_TOLERANCE * ch.pair_norms(x64, "halves") + 1e-30).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=SEEDS, lengths=st.lists(st.integers(1, 7), min_size=1, max_size=4), heads=st.integers(1, 3),
+       d=st.sampled_from([2, 8, 64]))
+def test_left_padding_positions_from_the_mask(seed, lengths, heads, d) -> None:
+    T = max(lengths)
+    mask = torch.tensor([[0] * (T - n) + [1] * n for n in lengths])
+    position_ids = ch.position_ids_from_mask(mask)
+    x = torch.randn(len(lengths), heads, T, d, generator=torch.Generator().manual_seed(seed))
+    rotated = ch.apply_rope_halves(x, position_ids)
+    assert torch.equal(rotated, ch.transformers_rope(x, position_ids))
+    for row, n in enumerate(lengths):
+        assert position_ids[row, T - n:].tolist() == list(range(n))
+        assert (position_ids[row, : T - n] == 0).all()
+        alone = ch.apply_rope_halves(x[row:row + 1, :, T - n:], torch.arange(n)[None])
+        assert torch.equal(rotated[row:row + 1, :, T - n:], alone)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=SEEDS, factor=st.sampled_from([0.25, 0.5, 0.75, 1.0]), heads=st.integers(1, 3),
+       T=st.integers(1, 6), max_position=st.sampled_from([10, 4096]))
+def test_partial_rotary_matches_gpt_neox(seed, factor, heads, T, max_position) -> None:
+    x, position_ids = random_input(seed, (2, heads, T, 32), max_position, dtype=torch.float32)
+    ours = ch.apply_rope_partial(x, position_ids, 10000.0, factor)
+    assert torch.equal(ours, ch.transformers_neox_rope(x, position_ids, 10000.0, factor))
+    rotated = int(32 * factor)
+    assert torch.equal(ours[..., rotated:], x[..., rotated:])
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=SEEDS, prompt=st.integers(1, 6), total=st.integers(7, 12), heads=st.sampled_from([1, 2, 4]),
+       factor=st.sampled_from([0.5, 1.0]))
+def test_incremental_decoding_matches_a_full_pass(seed, prompt, total, heads, factor) -> None:
+    layer = ch.RopeSelfAttention(d_model=16, n_heads=heads, partial_rotary_factor=factor, seed=seed % 1000)
+    x = torch.randn(2, total, 16, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        full = layer(x)
+        cache = ch.KVCache()
+        parts = [layer(x[:, :prompt], cache=cache)]
+        parts += [layer(x[:, t:t + 1], cache=cache) for t in range(prompt, total)]
+    assert cache.length == total
+    assert torch.allclose(torch.cat(parts, dim=1), full, atol=1e-5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=SEEDS, shift=st.integers(1, 4000), T=st.integers(1, 8))
+def test_layer_scores_are_shift_invariant(seed, shift, T) -> None:
+    layer = ch.RopeSelfAttention(d_model=32, n_heads=4, max_positions=4096 + 8, causal=False, seed=seed % 1000)
+    x = torch.randn(1, T, 32, generator=torch.Generator().manual_seed(seed))
+    positions = torch.arange(T)[None]
+    with torch.no_grad():
+        gap = (layer.scores(x, positions + shift) - layer.scores(x, positions)).abs().max().item()
+    assert gap <= 1e-5
+
+
+def test_identical_tokens_differ_only_with_positions() -> None:
+    embedding = torch.randn(30522, 32, generator=torch.Generator().manual_seed(0))
+    ids = torch.tensor([[101, 1996, 3899, 13303, 2178, 3899, 102]])
+    layer = ch.RopeSelfAttention(d_model=32, n_heads=4, causal=False)
+    with torch.no_grad():
+        still = layer(embedding[ids], position_ids=torch.zeros_like(ids))
+        moving = layer(embedding[ids])
+    assert torch.allclose(still[0, 2], still[0, 5], atol=1e-6)
+    assert (moving[0, 2] - moving[0, 5]).abs().max() > 1e-2
+
+
+def test_tiny_llama_conversion() -> None:
+    torch.manual_seed(3)
+    config = ch.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                            num_attention_heads=4, num_key_value_heads=2, head_dim=8, initializer_range=0.1,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    model = ch.LlamaForCausalLM(config).eval()
+    ids = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        reference = model(ids).logits
+        converted = ch.with_interleaved_attention(model, convert=True)(ids).logits
+        copied = ch.with_interleaved_attention(model, convert=False)(ids).logits
+    assert (converted - reference).abs().max() <= 1e-5
+    assert (copied - reference)[:, 0].abs().max() <= 1e-5  # offset 0 only: exact
+    assert (copied - reference).abs().max() > 0.1
+
+
+def test_cache_is_correctly_rounded() -> None:
+    cos, sin = ch.rope_cache(8192, 64)
+    exact = ch.rope_angles(torch.arange(8192)[None], 64, dtype=torch.float64)[0]
+    assert cos.dtype == sin.dtype == torch.float32
+    assert (cos.double() - exact.cos()).abs().max() <= 2**-24
+    assert (sin.double() - exact.sin()).abs().max() <= 2**-24
+
+
+X = torch.zeros(1, 2, 3, 8)
+POS = torch.zeros(1, 3, dtype=torch.long)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda rope: rope(torch.zeros(1, 2, 3, 7), POS), "head_dim .* must be even"),
+    (lambda rope: rope(torch.zeros(2, 3, 8), POS), "shape \\(batch, heads, seq_len, head_dim\\)"),
+    (lambda rope: rope(torch.zeros(1, 2, 3, 8, dtype=torch.long), POS), "floating-point"),
+    (lambda rope: rope(X, torch.zeros(1, 4, dtype=torch.long)), "position_ids must have shape"),
+    (lambda rope: rope(X, torch.zeros(2, 3, dtype=torch.long)), "position_ids must have shape"),
+    (lambda rope: rope(X, torch.zeros(3, dtype=torch.long)), "position_ids must have shape"),
+    (lambda rope: rope(X, [[0, 1, 2]]), "position_ids must be a tensor"),
+    (lambda rope: rope(X, torch.zeros(1, 3, dtype=torch.bool)), "integer or real positions"),
+    (lambda rope: rope(X, POS, 0.0), "base must be a finite positive"),
+    (lambda rope: rope(X, POS, float("inf")), "base must be a finite positive"),
+])
+@pytest.mark.parametrize("rope", [ch.apply_rope_dense, ch.apply_rope_interleaved, ch.apply_rope_complex,
+                                  ch.apply_rope_halves, ch.transformers_rope, ch.apply_rope_partial,
+                                  ch.transformers_neox_rope])
+def test_bad_rope_inputs_raise(rope, call, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(rope)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ch.interleaved_to_halves_perm(7), "positive even head dimension"),
+    (lambda: ch.interleaved_to_halves_perm(0), "positive even head dimension"),
+    (lambda: ch.permute_head_rows(torch.zeros(30, 4), 4, ch.interleaved_to_halves_perm(8)), "n_heads \\* head_dim"),
+    (lambda: ch.position_ids_from_mask(torch.tensor([[0, 2, 1]])), "0s and 1s"),
+    (lambda: ch.position_ids_from_mask(torch.tensor([1, 1])), "0s and 1s"),
+    (lambda: ch.apply_rope_partial(X, POS, 10000.0, 0.1), "even number of rotated coordinates"),
+    (lambda: ch.apply_rope_partial(X, POS, 10000.0, 1.5), "even number of rotated coordinates"),
+    (lambda: ch.rope_cache(0, 8), "max_positions must be a positive integer"),
+    (lambda: ch.rope_cache(16, 5), "d must be a positive even integer"),
+    (lambda: ch.RopeSelfAttention(d_model=30, n_heads=4), "multiple of n_heads"),
+    (lambda: ch.RopeSelfAttention(d_model=24, n_heads=4, partial_rotary_factor=0.5), "even number of rotated"),
+    (lambda: ch.RopeSelfAttention(d_model=16, n_heads=2)(torch.zeros(1, 3, 12)), "x must have shape"),
+    (lambda: ch.RopeSelfAttention(d_model=16, n_heads=2, max_positions=8)(torch.zeros(1, 3, 16),
+                                                                          torch.tensor([[6, 7, 8]])),
+     "positions must lie in 0..7"),
+    (lambda: ch.RopeSelfAttention(d_model=16, n_heads=2)(torch.zeros(1, 3, 16), torch.zeros(1, 3)),
+     "integer positions"),
+    (lambda: ch.RopeSelfAttention(d_model=16, n_heads=2)(torch.zeros(2, 3, 16), torch.zeros(3, 3, dtype=torch.long)),
+     "position_ids must have shape"),
+    (lambda: ch.InterleavedLlamaAttention(32, n_heads=4, n_kv_heads=3, head_dim=8, base=1e4), "multiple of n_kv_heads"),
+])
+def test_bad_inputs_raise(call, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def reference_convert_qk_weight(W, n_heads, head_dim, to):
+    if to not in ("halves", "interleaved"):
+        raise ValueError("to must be 'halves' or 'interleaved'")
+    perm = ch.interleaved_to_halves_perm(head_dim)
+    return ch.permute_head_rows(W, n_heads, perm if to == "halves" else torch.argsort(perm))
+
+
+def reference_rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def run_check(check, candidate) -> str:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        check(candidate)
+    return out.getvalue()
+
+
+def test_checks_accept_correct_solutions() -> None:
+    assert "All 8 checks passed." in run_check(ch.check_convert_qk_weight, reference_convert_qk_weight)
+    assert "All 4 checks passed." in run_check(ch.check_rotate_half, reference_rotate_half)
+
+
+def test_checks_reject_wrong_solutions_with_the_failing_case() -> None:
+    def forgets_the_inverse(W, n_heads, head_dim, to):
+        return reference_convert_qk_weight(W, n_heads, head_dim, "halves")
+
+    def whole_matrix_not_per_head(W, n_heads, head_dim, to):
+        if to not in ("halves", "interleaved") or W.shape[0] != n_heads * head_dim or head_dim % 2:
+            raise ValueError("bad input")
+        return reference_convert_qk_weight(W, 1, n_heads * head_dim, to)
+
+    with pytest.raises(AssertionError, match="q_proj to interleaved"):
+        run_check(ch.check_convert_qk_weight, forgets_the_inverse)
+    with pytest.raises(AssertionError, match="q_proj to halves"):
+        run_check(ch.check_convert_qk_weight, whole_matrix_not_per_head)
+    with pytest.raises(AssertionError, match=r"\(1, 2, 3, 4\)"):
+        run_check(ch.check_rotate_half, lambda x: torch.cat((x.chunk(2, -1)[1], -x.chunk(2, -1)[0]), -1))
+
+
+def test_checks_let_the_stub_error_through() -> None:
+    def stub(*args):
+        raise NotImplementedError("Exercise")
+
+    for check in (ch.check_convert_qk_weight, ch.check_rotate_half):
+        with pytest.raises(NotImplementedError):
+            check(stub)
