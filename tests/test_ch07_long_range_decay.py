@@ -1,0 +1,226 @@
+"""Tests for Chapter 7: the decay integral, its closed form, the finite sum and the tail."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from nbload import chapter  # noqa: E402
+
+ch = chapter("07_long_range_decay")
+
+bases = st.one_of(st.floats(1.5, 1e6), st.floats(0.01, 0.7))
+offsets = st.floats(-2000, 2000, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(delta=offsets, base=bases)
+def test_closed_form_matches_quadrature(delta: float, base: float) -> None:
+    assert ch.decay_integral_closed_form(delta, base) == pytest.approx(
+        ch.decay_integral_quad(delta, base), abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(delta=st.floats(0.01, 1e6), base=st.floats(1.5, 1e6))
+def test_complex_integral_real_part_and_bound(delta: float, base: float) -> None:
+    z = ch.decay_integral_complex(delta, base)
+    assert z.real == pytest.approx(ch.decay_integral_closed_form(delta, base), abs=1e-12)
+    assert ch.decay_integral_complex(-delta, base) == pytest.approx(np.conj(z))
+    assert abs(z) <= (base + 1) / (delta * math.log(base)) * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(delta=st.floats(-5000, 5000), d=st.sampled_from([2, 8, 64, 128, 512]),
+       base=st.floats(2.0, 1e6))
+def test_riemann_sum_error_bound(delta: float, d: int, base: float) -> None:
+    gap = abs(ch.decay_finite_sum(delta, d, base) - ch.decay_integral_closed_form(delta, base))
+    assert gap <= 2 * abs(delta) * (1 - 1 / base) / d + 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(delta=st.floats(-300, 300), d=st.sampled_from([2, 16, 128]), base=st.floats(2.0, 1e5))
+def test_finite_sum_is_sinusoidal_inner_product(delta: float, d: int, base: float) -> None:
+    theta = ch.frequencies(d, base)
+    m, n = delta + 17.0, 17.0
+    pe_m = np.stack([np.sin(m * theta), np.cos(m * theta)], axis=1).ravel()
+    pe_n = np.stack([np.sin(n * theta), np.cos(n * theta)], axis=1).ravel()
+    assert pe_m @ pe_n == pytest.approx(d / 2 * ch.decay_finite_sum(delta, d, base), abs=1e-9)
+
+
+def test_finite_sum_shapes_and_peak() -> None:
+    grid = np.arange(-5, 6).reshape(11, 1)
+    assert ch.decay_finite_sum(grid, 64).shape == (11, 1)
+    assert ch.decay_finite_sum(0, 64) == 1.0
+    assert isinstance(ch.decay_integral_closed_form(3.0), float)
+    assert ch.decay_integral_closed_form(0.0) == 1.0
+
+
+def test_abel_identity_and_bound() -> None:
+    rng = np.random.default_rng(0)
+    d, base = 64, 10000.0
+    theta = ch.frequencies(d, base)
+    for delta in (0.0, 7.0, 300.0):
+        S = ch.abel_partial_sums(delta, d, base)
+        assert S.shape == (d // 2,)
+        h = rng.standard_normal(d // 2) + 1j * rng.standard_normal(d // 2)
+        direct = np.sum(h * np.exp(1j * delta * theta))
+        h_ext = np.append(h, 0.0)
+        assert direct == pytest.approx(-np.sum(S * np.diff(h_ext)))
+        assert abs(direct) <= np.abs(np.diff(h_ext)).max() * np.abs(S).sum() + 1e-9
+    assert ch.abel_partial_sums(np.zeros(3), d, base).shape == (3, d // 2)
+
+
+def test_rope_logit_matches_rotations() -> None:
+    rng = np.random.default_rng(1)
+    d, base, m, n = 16, 100.0, 9.0, 4.0
+    q, k = rng.standard_normal(d), rng.standard_normal(d)
+
+    def rotate(x: np.ndarray, position: float) -> np.ndarray:
+        out = np.empty_like(x)
+        for i, angle in enumerate(position * ch.frequencies(d, base)):
+            c, s = math.cos(angle), math.sin(angle)
+            out[2 * i], out[2 * i + 1] = c * x[2 * i] - s * x[2 * i + 1], s * x[2 * i] + c * x[2 * i + 1]
+        return out
+
+    assert ch.rope_logit(q, k, m - n, base) == pytest.approx(rotate(q, m) @ rotate(k, n))
+
+
+def test_asymptotic_slope_is_minus_one() -> None:
+    base = 10000.0
+    grid = np.logspace(6, 8, 400)
+    modulus = np.abs(ch.decay_integral_complex(grid, base))
+    slope = np.polyfit(np.log(grid), np.log(modulus), 1)[0]
+    assert slope == pytest.approx(-1, abs=0.01)
+
+
+@pytest.mark.parametrize("x", [3, 8, 15])
+def test_asymptotic_series_remainder_and_optimal_truncation(x: int) -> None:
+    reference = -ch.oscillatory_tail(float(x))  # the seed's Ei(ix)
+    errors = [abs(ch.asymptotic_ei(1j * x, K) - reference) for K in range(1, 3 * x + 1)]
+    for K, error in enumerate(errors, start=1):
+        assert error <= math.factorial(K) / float(x) ** (K + 1) * (1 + 1e-9)
+    assert int(np.argmin(errors)) + 1 == x
+    assert errors[-1] > errors[x - 1]
+
+
+def test_seed_ei_convention() -> None:
+    x = np.array([0.5, 2.0, 30.0])
+    si, ci = ch.sici(x)
+    assert np.allclose(ch.asymptotic_ei(1j * 200.0, 10), -ch.oscillatory_tail(200.0), atol=1e-12)
+    assert np.allclose(-ch.oscillatory_tail(x), ci + 1j * (si - np.pi / 2))
+    assert np.allclose(ch.oscillatory_tail(x), ch.exp1(-1j * x))
+
+
+@pytest.mark.parametrize("base", [3.0, 50.0, 1e4, 5e5, 1e7])
+def test_first_zero_near_x0_b(base: float) -> None:
+    zero = ch.first_zero_integral(base)
+    assert abs(zero - ch.CI_FIRST_ZERO * base) < 3.8
+    assert abs(ch.decay_integral_closed_form(zero, base)) < 1e-9
+
+
+def test_first_negative_offset_known_values() -> None:
+    assert ch.first_negative_offset(16) == 91
+    assert ch.first_negative_offset(128) == 1707
+    assert ch.first_negative_offset(128, 10000.0, max_delta=1000) is None
+
+
+@pytest.mark.parametrize("kind", ["geometric", "linear", "harmonic"])
+def test_schedules_limit_of_finite_sums(kind: str) -> None:
+    grid = np.linspace(-40, 40, 81)
+    riemann = ch._cosine_average(grid, ch.schedule_frequencies(8192, 1000.0, kind))
+    integral = ch.decay_integral_schedule(grid, 1000.0, kind)
+    assert np.abs(riemann - integral).max() < 2 * 40 / 8192
+    assert ch.decay_integral_schedule(0.0, 1000.0, kind) == 1.0
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1, 2])
+def test_power_schedules_against_quad(alpha: float) -> None:
+    for delta in (0.7, 12.0, 90.0):
+        numeric = ch.quad(lambda t: math.cos(delta * t**alpha), 0, 1, limit=400)[0]
+        assert ch.decay_integral_power(delta, alpha) == pytest.approx(numeric, abs=1e-9)
+
+
+@pytest.mark.parametrize("base", [0.0, -3.0, float("inf"), float("nan"), 1.0, 1, True, "10000"])
+def test_integrals_reject_bad_base(base) -> None:
+    with pytest.raises(ValueError, match="base"):
+        ch.decay_integral_closed_form(5.0, base)
+    with pytest.raises(ValueError, match="base"):
+        ch.decay_integral_quad(5.0, base)
+    with pytest.raises(ValueError, match="base"):
+        ch.decay_integral_complex(5.0, base)
+
+
+@pytest.mark.parametrize("d", [7, 0, -4, 2.0, True])
+def test_finite_sums_reject_bad_d(d) -> None:
+    with pytest.raises(ValueError, match="d must be a positive even integer"):
+        ch.decay_finite_sum(3.0, d)
+    with pytest.raises(ValueError, match="d must be a positive even integer"):
+        ch.abel_partial_sums(3.0, d)
+
+
+@pytest.mark.parametrize("base", [0.0, -1.0, float("inf")])
+def test_finite_sum_rejects_bad_base(base: float) -> None:
+    with pytest.raises(ValueError, match="base"):
+        ch.decay_finite_sum(3.0, 8, base)
+
+
+def test_bad_offsets_and_arguments() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        ch.decay_integral_closed_form(np.array([1.0, np.inf]))
+    with pytest.raises(ValueError, match="real"):
+        ch.decay_finite_sum(1j, 8)
+    with pytest.raises(ValueError, match="one offset"):
+        ch.decay_integral_quad(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="terms"):
+        ch.asymptotic_ei(3j, 0)
+    with pytest.raises(ValueError, match="nonzero"):
+        ch.asymptotic_ei(0.0, 3)
+    with pytest.raises(ValueError, match="x > 0"):
+        ch.oscillatory_tail(0.0)
+    with pytest.raises(ValueError, match="base >= 3"):
+        ch.first_zero_integral(2.0)
+    with pytest.raises(ValueError, match="kind"):
+        ch.decay_integral_schedule(1.0, 100.0, "cubic")
+    with pytest.raises(ValueError, match="alpha"):
+        ch.decay_integral_power(1.0, 3)
+    with pytest.raises(ValueError, match="same shape"):
+        ch.rope_logit(np.ones(4), np.ones(6), 1.0)
+    with pytest.raises(ValueError, match="max_delta"):
+        ch.first_negative_offset(8, 100.0, max_delta=0)
+
+
+def test_exercise_checks_accept_reference_solutions() -> None:
+    def pe_inner_product(m, n, d, base=10000.0):
+        theta = ch.frequencies(d, base)
+        code = lambda p: np.stack([np.sin(p * theta), np.cos(p * theta)], axis=1).ravel()  # noqa: E731
+        return float(code(m) @ code(n))
+
+    def first_zero_finite_sum(d, base=10000.0):
+        grid = np.arange(0.0, 5000.0, 0.05)
+        values = ch.decay_finite_sum(grid, d, base)
+        j = int(np.argmax(values <= 0))
+        return ch.brentq(lambda x: ch.decay_finite_sum(x, d, base), grid[j - 1], grid[j], xtol=1e-12)
+
+    ch.check_pe_inner_product(pe_inner_product)
+    ch.check_first_zero_finite_sum(first_zero_finite_sum)
+    with pytest.raises(AssertionError, match="case"):
+        ch.check_pe_inner_product(lambda m, n, d, base=10000.0: 0.0)
+
+
+@pytest.mark.parametrize("base", [1.5, 10000.0, 0.05])
+def test_tiny_offsets_are_continuous(base: float) -> None:
+    tiny = np.array([0.0, 5e-324, 1e-200, 1e-8, 0.99e-4, 1.01e-4, 1e-3]) * min(1.0, base)
+    values = ch.decay_integral_closed_form(tiny, base)
+    assert np.all(np.isfinite(values)) and values[0] == 1.0
+    expected = [ch.decay_integral_quad(float(x), base) for x in tiny]
+    assert values == pytest.approx(expected, abs=1e-12)
+    z = ch.decay_integral_complex(tiny, base)
+    assert np.all(np.isfinite(z)) and z.real == pytest.approx(values, abs=1e-14)
+    for alpha in (0.5, 1, 2):
+        assert np.all(np.abs(ch.decay_integral_power(tiny, alpha) - 1) < 1e-6)
