@@ -293,3 +293,29 @@ def test_checks_let_not_implemented_through():
         ch.check_layout_permutation(stub)
     with pytest.raises(NotImplementedError):
         ch.check_shift_matrix(stub)
+
+
+# --- every relative code is an orbit ---------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds)
+def test_shift_isometry_recovers_an_orthogonal_shift(seed):
+    rng = np.random.default_rng(seed)
+    d, T = 6, 16
+    Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    P = ch.sinusoidal_interleaved(T, d, base=7.0) @ Q.T  # relative code in a random basis
+    O = ch.shift_isometry(P)
+    assert np.allclose(O.T @ O, np.eye(d), atol=1e-8)
+    for m in range(T):
+        assert np.allclose(np.linalg.matrix_power(O, m) @ P[0], P[m], atol=1e-8)
+
+
+def test_shift_isometry_alternating_code_and_errors():
+    alt = np.stack([np.ones(6), (-1.0) ** np.arange(6)], axis=1)
+    assert np.allclose(ch.shift_isometry(alt), np.diag([1.0, -1.0]))
+    with pytest.raises(ValueError, match="span"):
+        ch.shift_isometry(np.ones((5, 2)))
+    with pytest.raises(ValueError, match="span"):
+        ch.shift_isometry(np.eye(3)[:1])
+    with pytest.raises(ValueError, match=r"\(num_positions, d\)"):
+        ch.shift_isometry(np.ones(4))
