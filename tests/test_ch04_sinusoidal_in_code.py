@@ -231,6 +231,8 @@ def test_other_bad_inputs():
         ch.timestep_embedding([float("inf")], 8)
     with pytest.raises(ValueError, match="offsets must be finite"):
         ch.offset_similarity([float("nan")], 8)
+    with pytest.raises(ValueError, match="need a square 2-D array"):
+        ch.diagonal_spread(np.zeros((3, 4)))
     with pytest.raises(ValueError, match="need P of shape"):
         ch.logit_terms_grid(np.zeros(3), np.zeros(4), np.zeros((5, 4)), np.eye(4), np.eye(4))
 
