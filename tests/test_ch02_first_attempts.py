@@ -155,17 +155,21 @@ def test_grid_code_count(n, d) -> None:
     assert ch.grid_code_count(ch.broadcast_code(ch.integer_positions(n), d)) == n * n
     repeated = np.zeros((n, d))  # every row gets the same code: one distinct grid code
     assert ch.grid_code_count(repeated) == 1
+    assert ch.grid_code_count(np.arange(n)) == n * n  # 1-D: one scalar per position
 
 
 @given(T=st.integers(2, 50), scale=st.floats(0.1, 10))
 def test_min_neighbour_gap(T, scale) -> None:
     assert np.isclose(ch.min_neighbour_gap(ch.broadcast_code(scale * ch.integer_positions(T), 4)),
                       2 * scale)
+    assert np.isclose(ch.min_neighbour_gap(scale * ch.integer_positions(T)), scale)
 
 
-def test_markdown_table_and_first_error() -> None:
-    table = ch.markdown_table(["a", "b"], [["1", "2"], ["3", "4"]])
-    assert table.splitlines() == ["| a | b |", "| --- | --- |", "| 1 | 2 |", "| 3 | 4 |"]
+def test_html_table_and_first_error() -> None:
+    table = ch.html_table(["a", "b"], [["1", "<2>"], ["3", "4"]])
+    assert table == ('<table class="table"><thead><tr><th>a</th><th>b</th></tr></thead><tbody>'
+                     "<tr><td>1</td><td>&lt;2&gt;</td></tr><tr><td>3</td><td>4</td></tr>"
+                     "</tbody></table>")
     assert ch.first_error(lambda: 1) is None
     assert isinstance(ch.first_error(lambda: [][1]), IndexError)
 
@@ -211,7 +215,11 @@ def test_bad_inputs_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="two positions"):
         ch.min_neighbour_gap(np.zeros((1, 3)))
     with pytest.raises(ValueError, match="every row needs 2 cells"):
-        ch.markdown_table(["a", "b"], [["1"]])
+        ch.html_table(["a", "b"], [["1"]])
+    with pytest.raises(ValueError, match="shape \\(positions, d\\)"):
+        ch.grid_code_count(np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="start must be 0 to 1"):
+        ch.similarity_explorer(np.eye(3), [0, 1], start=2)
     with pytest.raises(ValueError, match="zero row"):
         ch.mean_row_cosine(np.zeros((2, 3)), np.ones((2, 3)))
 
@@ -292,3 +300,11 @@ def test_mean_row_cosine(n, d, seed) -> None:
     assert np.isclose(ch.mean_row_cosine(A, 3 * A), 1)
     with pytest.raises(ValueError, match="same shape"):
         ch.mean_row_cosine(A, A[:, :0] if d > 1 else np.zeros((n + 1, d)))
+
+
+def test_similarity_explorer_starts_at_the_chosen_row() -> None:
+    S = ch.cosine_similarity_matrix(np.random.default_rng(0).standard_normal((6, 3)))
+    fig = ch.similarity_explorer(S, [0, 2, 5], start=1)
+    assert [trace.visible for trace in fig.data] == [False, True, False]
+    assert "position 2" in fig.layout.title.text and fig.layout.sliders[0].active == 1
+    assert np.allclose(fig.data[1].y, S[2].round(3))
