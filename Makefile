@@ -12,7 +12,6 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 
 setup: $(STAMP) book/vendor/.stamp
 

@@ -17,7 +17,7 @@ from run_notebook import execute_standalone
 
 
 def text_outputs(nb) -> list[str]:
-    """The printed text of every code cell (streams and plain-text results), cell by cell."""
+    """The printed text of every code cell (streams and text-only results), cell by cell."""
     texts = []
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -26,7 +26,7 @@ def text_outputs(nb) -> list[str]:
         for output in cell.get("outputs", []):
             if output.output_type == "stream":
                 parts.append(output.text)
-            elif "text/plain" in output.get("data", {}) and "text/html" not in output["data"]:
+            elif set(output.get("data", {})) == {"text/plain"}:
                 parts.append(output["data"]["text/plain"])
         texts.append("".join(parts))
     return texts

@@ -54,6 +54,7 @@ from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets
 np.random.seed(0)
 torch.manual_seed(0)
+%matplotlib inline
 %config InlineBackend.figure_format = "png"
 plt.rcParams.update({{
     "figure.facecolor": "white", "savefig.facecolor": "white", "axes.facecolor": "white",
