@@ -1,0 +1,194 @@
+"""Student notebooks and exercises.
+
+- `tools/make_student.py` removes every solution and keeps everything else;
+- each student notebook, run alone as a learner would, raises only the stubs'
+  NotImplementedError, only in `exercise-check` cells, and every such cell raises it;
+- every chapter has at least three exercises, and every coding exercise has a stub, solution
+  cells and then its check;
+- in the executed instructor notebooks of the book build, every check passes.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import EXECUTED
+from make_student import CHECK_TAG, SOLUTION_TAG, STUDENT_NOTE_MARK, student_notebook, write_students
+from nbtools import notebook_paths, read, tags
+from run_notebook import RunResult, execute_standalone
+
+PATHS = notebook_paths()
+IDS = [p.stem for p in PATHS]
+EXERCISE = re.compile(r"^\s*(`{3,}|:{3,})\{(exercise|exercise-start)\}", re.M)
+STUB = re.compile(r"raise\s+NotImplementedError\(")
+
+
+def check_cells(nb: nbformat.NotebookNode) -> list[int]:
+    return [k for k, c in enumerate(nb.cells) if CHECK_TAG in tags(c)]
+
+
+def source_head(cell: nbformat.NotebookNode) -> str:
+    return cell.source.strip().split("\n")[0][:80]
+
+
+@pytest.fixture(scope="module")
+def student_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The student notebooks, written once for this module."""
+    out = tmp_path_factory.mktemp("student")
+    written = write_students(out, PATHS)
+    assert len(written) == len(PATHS)
+    return out
+
+
+class StudentRuns(dict):
+    """Student notebooks executed alone in an empty folder, errors allowed; each runs at most
+    once per module, when a test first asks for it (so `-k 03_` runs only chapter 3)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+
+    def __missing__(self, stem: str) -> RunResult:
+        self[stem] = execute_standalone(self.folder / f"{stem}.ipynb", allow_errors=True)
+        return self[stem]
+
+
+@pytest.fixture(scope="module")
+def student_runs(student_dir: Path) -> StudentRuns:
+    """The runs of every student notebook, shared by all tests of this module."""
+    return StudentRuns(student_dir)
+
+
+# --------------------------------------------------------------------------- the generator
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_student_version_drops_solutions_only(path: Path, student_dir: Path) -> None:
+    original = read(path)
+    student = read(student_dir / path.name)
+    assert not [k for k, c in enumerate(student.cells) if SOLUTION_TAG in tags(c)]
+    for k, cell in enumerate(student.cells):
+        for marker in ("{solution}", "{solution-start}", "{solution-end}"):
+            assert marker not in cell.source, f"cell {k} still holds {marker}: {source_head(cell)!r}"
+    assert student.cells[0].source == original.cells[0].source, "the title cell must come first"
+    assert STUDENT_NOTE_MARK in student.cells[1].source, "the student note must follow the title"
+    kept = [c.source for c in original.cells if SOLUTION_TAG not in tags(c)]
+    assert [c.source for c in student.cells[:1] + student.cells[2:]] == kept, \
+        "cells other than solutions were changed, dropped or reordered"
+    for k, cell in enumerate(student.cells):
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"cell {k} has outputs"
+
+
+def test_edited_student_notebook_is_not_overwritten(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title\n\n<!-- colab-badge -->"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("x = 2", metadata={"tags": [SOLUTION_TAG]}),
+    ])
+    source = tmp_path / "src" / "01_demo.ipynb"
+    source.parent.mkdir()
+    nbformat.write(nb, source)
+    out = tmp_path / "student"
+    assert write_students(out, [source]) == [out / source.name]
+    assert write_students(out, [source]) == [out / source.name], "an untouched copy is refreshed"
+    target = out / source.name
+    edited = read(target)
+    edited.cells[2].source = "x = 'my work'"
+    nbformat.write(edited, target)
+    assert write_students(out, [source]) == [], "an edited student notebook must be kept"
+    assert "my work" in target.read_text()
+    assert write_students(out, [source], force=True) == [target]
+    assert "my work" not in target.read_text()
+
+
+def test_untagged_solution_directive_is_refused(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title"),
+        nbformat.v4.new_markdown_cell("````{solution} ex-01-x\n:class: dropdown\n\nAnswer.\n````"),
+    ])
+    source = tmp_path / "01_demo.ipynb"
+    nbformat.write(nb, source)
+    with pytest.raises(ValueError, match="not tagged 'solution'"):
+        write_students(tmp_path / "student", [source])
+
+
+def test_title_cell_is_required() -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    with pytest.raises(ValueError, match="title cell"):
+        student_notebook(nb)
+
+
+# --------------------------------------------------------------------------- exercise format
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_at_least_three_exercises(path: Path) -> None:
+    nb = read(path)
+    count = sum(len(EXERCISE.findall(c.source)) for c in nb.cells if c.cell_type == "markdown")
+    assert count >= 3, f"{path.name} has {count} exercises; every chapter needs at least 3"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_every_check_follows_a_stub_and_its_solution(path: Path) -> None:
+    nb = read(path)
+    previous = 0
+    for k in check_cells(nb):
+        between = nb.cells[previous:k]
+        where = f"{path.name}, exercise-check cell {k} ({source_head(nb.cells[k])!r})"
+        assert SOLUTION_TAG in tags(nb.cells[k - 1]), f"{where}: the cell before it must be a solution cell"
+        assert any(c.cell_type == "code" and SOLUTION_TAG in tags(c) for c in between), \
+            f"{where}: no solution code cell before it"
+        assert any(c.cell_type == "code" and SOLUTION_TAG not in tags(c) and STUB.search(c.source)
+                   for c in between), f"{where}: no stub raising NotImplementedError before it"
+        assert any(c.cell_type == "markdown" and EXERCISE.search(c.source) for c in between), \
+            f"{where}: no exercise directive before it"
+        assert nb.cells[k].cell_type == "code" and "check_" in nb.cells[k].source, \
+            f"{where}: an exercise-check cell calls a check_<name> function"
+        previous = k + 1
+
+
+# --------------------------------------------------------------------------- running them
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_student_notebook_raises_only_in_checks(path: Path, student_dir: Path,
+                                                student_runs: StudentRuns) -> None:
+    run = student_runs[path.stem]
+    nb = read(student_dir / path.name)
+    checks = set(check_cells(nb))
+    unexpected = [(k, ename, source_head(nb.cells[k])) for k, ename, _ in run.errors
+                  if k not in checks or ename != "NotImplementedError"]
+    assert not unexpected, (f"{path.name} (student version): errors other than the stubs' "
+                            f"NotImplementedError in exercise-check cells: {unexpected}")
+    raised = {k for k, _, _ in run.errors}
+    silent = [(k, source_head(nb.cells[k])) for k in sorted(checks - raised)]
+    assert not silent, (f"{path.name} (student version): these checks did not raise "
+                        f"NotImplementedError, so a stub is missing or already solved: {silent}")
+    for k in checks:
+        errors = [o for o in run.notebook.cells[k].outputs if o.output_type == "error"]
+        assert errors[0].evalue.startswith("Exercise"), (
+            f"{path.name}: cell {k} raised NotImplementedError({errors[0].evalue!r}); stubs say "
+            "NotImplementedError(\"Exercise N.k: ...\")")
+    assert not run.stderr, f"{path.name} (student version) wrote to stderr: {run.stderr}"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_solutions_pass_their_checks(path: Path) -> None:
+    executed = EXECUTED / "notebooks" / path.name
+    if not executed.is_file():
+        pytest.skip(f"no executed notebook at {executed}: run `make book` (make test does) to check "
+                    "the solutions against their checks")
+    nb = read(executed)
+    checks = check_cells(nb)
+    assert checks == check_cells(read(path)), f"{executed} is stale: run `make book` again"
+    for k in checks:
+        outputs = nb.cells[k].outputs
+        errors = [f"{o.ename}: {o.evalue}" for o in outputs if o.output_type == "error"]
+        assert not errors, f"{path.name}, cell {k}: the solution fails its check: {errors}"
+        text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+        assert "checks passed" in text.lower(), (
+            f"{path.name}, cell {k} ({source_head(nb.cells[k])!r}) printed {text!r}, "
+            "expected 'All N checks passed.'")
