@@ -26,6 +26,7 @@ class RunResult:
     seconds: float
     notebook: nbformat.NotebookNode
     errors: list[tuple[int, str, str]] = field(default_factory=list)  # (cell index, ename, tags)
+    messages: list[str] = field(default_factory=list)  # "ename: evalue" of each error, in order
     stderr: list[tuple[int, str]] = field(default_factory=list)  # (cell index, text)
 
 
@@ -44,6 +45,7 @@ def execute_standalone(path: Path, allow_errors: bool = False, timeout: int = 60
         for output in cell.get("outputs", []):
             if output.output_type == "error":
                 result.errors.append((index, output.ename, ",".join(cell.metadata.get("tags", []))))
+                result.messages.append(f"{output.ename}: {output.evalue}".strip())
             elif output.output_type == "stream" and output.name == "stderr":
                 result.stderr.append((index, output.text))
     return result
@@ -54,8 +56,8 @@ def main(argv: list[str]) -> int:
     for arg in argv:
         result = execute_standalone(Path(arg), allow_errors=True)
         print(f"{result.path.name}: {result.seconds:.1f} s")
-        for index, ename, _ in result.errors:
-            print(f"  error in cell {index}: {ename}")
+        for (index, _, _), message in zip(result.errors, result.messages):
+            print(f"  error in cell {index}: {message[:160]}")
             status = 1
         for index, text in result.stderr:
             print(f"  stderr in cell {index}: {text[:300]!r}")
