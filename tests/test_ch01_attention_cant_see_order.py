@@ -95,11 +95,10 @@ def test_bad_inputs_raise_clear_errors() -> None:
 
 
 def test_check_functions_give_specific_feedback() -> None:
-    """A wrong answer is named case by case; an unattempted stub propagates NotImplementedError."""
+    """A wrong answer is named case by case (the stubs' NotImplementedError passing through
+    every check is tested on the real stubs in tests/test_student.py)."""
     with pytest.raises(AssertionError, match=r"case T=6, swap \(1, 4\): expected"):
         ch.check_unchanged_causal_outputs(lambda T, a, b: [True] * T)
-    with pytest.raises(NotImplementedError):
-        ch.check_unchanged_causal_outputs(lambda T, a, b: (_ for _ in ()).throw(NotImplementedError()))
     with pytest.raises(AssertionError, match="sentence 1 with 2 real tokens"):
         ch.check_masked_mean_pool(lambda h, m: h.mean(dim=1))
 
