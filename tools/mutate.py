@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import argparse
 import ast
-import concurrent.futures
+import contextlib
 import copy
 import dataclasses
 import difflib
@@ -57,6 +57,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -67,7 +68,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from nbtools import NOTEBOOKS, tags  # noqa: E402
+from nbtools import NOTEBOOKS, tags
 
 SKIP_FUNCTION = re.compile(r"plot|figure|explorer|html")
 COSMETIC_KEYWORDS = {
@@ -213,9 +214,11 @@ class _Collector(ast.NodeVisitor):
             self.add(node, "op", f"{SYMBOL[type(node.op)]} → {SYMBOL[new_op]}", mutated)
         if isinstance(node.op, ast.Mult):
             for const, other in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(const, ast.Constant) and isinstance(const.value, (int, float)):
-                    if not isinstance(const.value, bool) and const.value not in (0, 1, -1):
-                        self.add(node, "factor", f"factor {const.value} dropped", other)
+                if (isinstance(const, ast.Constant)
+                        and isinstance(const.value, (int, float))
+                        and not isinstance(const.value, bool)
+                        and const.value not in (0, 1, -1)):
+                    self.add(node, "factor", f"factor {const.value} dropped", other)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
@@ -291,11 +294,11 @@ class _Collector(ast.NodeVisitor):
             step = part.step
             if isinstance(step, ast.Constant) and step.value == 2:
                 lower = part.lower.value if isinstance(part.lower, ast.Constant) else 0
-                if part.lower is None or isinstance(part.lower, ast.Constant):
-                    if lower in (0, 1):
-                        mutated = ast.Slice(ast.Constant(1 - lower), part.upper, step)
-                        what = f"[{ast.unparse(part)}] → [{ast.unparse(mutated)}]"
-                        self.add(part, "layout", what, mutated)
+                simple = part.lower is None or isinstance(part.lower, ast.Constant)
+                if simple and lower in (0, 1):
+                    mutated = ast.Slice(ast.Constant(1 - lower), part.upper, step)
+                    what = f"[{ast.unparse(part)}] → [{ast.unparse(mutated)}]"
+                    self.add(part, "layout", what, mutated)
             elif step is None and (part.lower is None) != (part.upper is None):
                 mutated = ast.Slice(part.upper, part.lower, None)
                 what = f"[{ast.unparse(part)}] → [{ast.unparse(mutated)}]"
@@ -475,26 +478,112 @@ def test_command(stem: str, timeout: float) -> list[str]:
             "-o", "addopts=", "--hypothesis-seed=0", f"--timeout={int(timeout)}"]
 
 
-def run_tests(sandbox: Path, stem: str, timeout: float) -> tuple[str, float]:
-    """Run the chapter's unit tests in the sandbox: ("passed"|"failed"|"timeout", seconds)."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HF_HUB_DISABLE_TELEMETRY="1", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
-    began = time.perf_counter()
-    try:
-        result = subprocess.run(test_command(stem, timeout), cwd=sandbox, env=env,
-                                capture_output=True, text=True, timeout=timeout + 30)
-    except subprocess.TimeoutExpired:
-        return "timeout", time.perf_counter() - began
-    elapsed = time.perf_counter() - began
-    if result.returncode == 0:
-        return "passed", elapsed
-    if "Timeout" in result.stdout and "+++++" in result.stdout:
-        return "timeout", elapsed
-    if result.returncode in (2, 3, 4):  # interrupted, internal error, usage error
-        tail = (result.stdout + result.stderr).strip().splitlines()[-3:]
-        if any("SyntaxError" in line for line in tail):
-            return "invalid", elapsed
-    return "failed", elapsed
+ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+       "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+
+
+def preload(stems: list[str]) -> None:
+    """Import, once, every module the chapters' export cells and tests import.
+
+    Forked test runs then start in a fraction of a second instead of re-importing torch,
+    scipy and transformers for every mutant.
+    """
+    os.environ.update(ENV)
+    names: set[str] = set()
+    sources = []
+    for stem in stems:
+        nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+        sources += [c.source for c in nb.cells if c.cell_type == "code"
+                    and "export" in tags(c)]
+        sources += [p.read_text() for p in (ROOT / "tests").glob(f"test_ch{stem[:2]}_*.py")]
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+    for name in sorted(names | {"pytest", "hypothesis"}):
+        if name.split(".")[0] in {"nbload", "nbtools", "conftest", "__future__"}:
+            continue
+        with contextlib.suppress(Exception):  # a failing import fails in the test too
+            __import__(name)
+
+
+class Run:
+    """One test run of one chapter in one sandbox, forked from this process or spawned."""
+
+    def __init__(self, sandbox: Path, stem: str, timeout: float, fork: bool) -> None:
+        self.began = time.perf_counter()
+        self.timeout = timeout
+        command = test_command(stem, timeout)
+        if fork:
+            self.process = None
+            self.pid = os.fork()
+            if self.pid == 0:  # the child: a fresh pytest session in the sandbox
+                code = 98
+                try:
+                    os.chdir(sandbox)
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, 1)
+                    os.dup2(null, 2)
+                    for name in [m for m in sys.modules
+                                 if m in {"nbtools", "nbload", "conftest"}]:
+                        del sys.modules[name]  # imported from the sandbox, not from ROOT
+                    sys.path[:] = [p for p in sys.path
+                                   if Path(p or ".").resolve() != ROOT / "tools"]
+                    import pytest
+                    code = int(pytest.main(command[3:]))
+                finally:
+                    os._exit(code)
+        else:
+            self.process = subprocess.Popen(command, cwd=sandbox, env=dict(os.environ, **ENV),
+                                            stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
+        self.code: int | None = None
+
+    def poll(self) -> str | None:
+        """None while running, then "passed", "failed", "timeout" or "invalid"."""
+        if self.code is None:
+            if self.process is not None:
+                self.code = self.process.poll()
+            else:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.code = os.waitstatus_to_exitcode(status)
+        if self.code is None:
+            if time.perf_counter() - self.began > self.timeout + 30:
+                if self.process is not None:
+                    self.process.kill()
+                    self.process.wait()
+                else:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+                self.code = -signal.SIGKILL
+                return "timeout"
+            return None
+        if self.code == 0:
+            return "passed"
+        if self.code == 98:
+            return "invalid"
+        if self.code < 0:
+            return "timeout"
+        return "failed"
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.began
+
+
+def run_tests(sandbox: Path, stem: str, timeout: float, fork: bool) -> tuple[str, float]:
+    """Run the chapter's unit tests once and wait: (status, seconds)."""
+    run = Run(sandbox, stem, timeout, fork)
+    while (status := run.poll()) is None:
+        time.sleep(0.05)
+    return status, run.seconds
 
 
 def mutated_notebook(sandbox: Path, mutant: Mutant) -> None:
@@ -536,6 +625,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--diff", action="store_true", help="print each mutant's change")
     parser.add_argument("--include-checks", action="store_true",
                         help="also mutate the exercise check functions (check_*)")
+    parser.add_argument("--spawn", action="store_true",
+                        help="start a new Python per run instead of forking a preloaded one")
     parser.add_argument("--json", type=Path, help="write every result to this file")
     args = parser.parse_args(argv)
 
@@ -557,12 +648,15 @@ def main(argv: list[str] | None = None) -> int:
                     print(diff(mutant))
         return 0
 
+    fork = args.jobs >= 1 and hasattr(os, "fork") and not args.spawn
+    if fork:
+        preload(list(plan))
     results: list[dict] = []
     totals: dict[str, list[int]] = {}
     for stem, mutants in plan.items():
         sandboxes = [make_sandbox() for _ in range(max(1, args.jobs))]
         try:
-            status, seconds = run_tests(sandboxes[0], stem, 1800)
+            status, seconds = run_tests(sandboxes[0], stem, 1800, fork)
             if status != "passed":
                 print(f"{stem}: the unmutated tests do not pass ({status}); skipped",
                       flush=True)
@@ -570,38 +664,35 @@ def main(argv: list[str] | None = None) -> int:
             timeout = args.timeout or max(60.0, 4 * seconds)
             print(f"{stem}: unmutated tests pass in {seconds:.1f} s; "
                   f"time limit {timeout:.0f} s", flush=True)
-
-            def run_one(job: tuple[int, Mutant]) -> tuple[Mutant, str, float]:
-                slot, mutant = job
-                sandbox = sandboxes[slot % len(sandboxes)]
-                mutated_notebook(sandbox, mutant)
-                try:
-                    status, seconds = run_tests(sandbox, stem, timeout)
-                finally:
-                    restore_notebook(sandbox, stem)
-                return mutant, status, seconds
-
             killed = total = 0
-            with concurrent.futures.ThreadPoolExecutor(len(sandboxes)) as pool:
-                jobs = []
-                for start in range(0, len(mutants), len(sandboxes)):
-                    batch = list(enumerate(mutants[start:start + len(sandboxes)]))
-                    jobs.extend(pool.map(run_one, batch))
-                    for mutant, status, seconds in jobs[-len(batch):]:
-                        if status == "invalid":
-                            print(f"INVALID  {describe(mutant)}", flush=True)
-                            continue
-                        total += 1
-                        dead = status in ("failed", "timeout")
-                        killed += dead
-                        label = {"failed": "killed", "timeout": "killed (timeout)",
-                                 "passed": "SURVIVED"}[status]
-                        print(f"{label:<16} {describe(mutant)}  [{seconds:.0f} s]",
-                              flush=True)
-                        if args.diff or status == "passed":
-                            print(diff(mutant), end="", flush=True)
-                        results.append(dict(dataclasses.asdict(mutant), status=status,
-                                            seconds=round(seconds, 1)))
+            pending = list(mutants)
+            running: dict[int, tuple[Mutant, Run]] = {}
+            while pending or running:
+                for slot in range(len(sandboxes)):
+                    if slot not in running and pending:
+                        mutant = pending.pop(0)
+                        mutated_notebook(sandboxes[slot], mutant)
+                        running[slot] = (mutant, Run(sandboxes[slot], stem, timeout, fork))
+                time.sleep(0.05)
+                for slot, (mutant, run) in list(running.items()):
+                    status = run.poll()
+                    if status is None:
+                        continue
+                    del running[slot]
+                    restore_notebook(sandboxes[slot], stem)
+                    if status == "invalid":
+                        print(f"INVALID  {describe(mutant)}", flush=True)
+                        continue
+                    total += 1
+                    killed += status != "passed"
+                    label = {"failed": "killed", "timeout": "killed (timeout)",
+                             "passed": "SURVIVED"}[status]
+                    print(f"{label:<16} {describe(mutant)}  [{run.seconds:.0f} s]",
+                          flush=True)
+                    if args.diff or status == "passed":
+                        print(diff(mutant), end="", flush=True)
+                    results.append(dict(dataclasses.asdict(mutant), status=status,
+                                        seconds=round(run.seconds, 1)))
             totals[stem] = [killed, total]
         finally:
             for sandbox in sandboxes:
