@@ -26,8 +26,8 @@ hand-picked. Kinds of mutation (the label printed for each mutant):
 
 Documented skip rules (mutants not generated, so they never count either way):
 
-1. Exercise check functions (``check_*``) and private helpers that only they call (such as
-   ``_report``): the course's own tests exercise them (``tests/test_exercise_checks.py``);
+1. Exercise check functions (``check_*`` functions that call their argument, the reader's
+   candidate) and private helpers that only they call (such as ``_report``): the course's own tests exercise them (``tests/test_exercise_checks.py``);
    ``--include-checks`` adds them.
 2. Plotting and interactive helpers (function names containing ``plot``, ``figure``,
    ``explorer`` or ``html``): their output is a picture; the book build checks they run.
@@ -152,7 +152,7 @@ class _Collector(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         name = node.name
         if not self.include_checks and self.function == "<module>" and (
-                name.startswith("check_") or name in self.check_helpers):
+                is_exercise_check(node) or name in self.check_helpers):
             return
         if SKIP_FUNCTION.search(name):
             return
@@ -356,6 +356,18 @@ def resolve_chapter(token: str) -> str:
     raise SystemExit(f"no chapter with tests matches {token!r}; choose from {chapter_stems()}")
 
 
+def is_exercise_check(node: ast.AST) -> bool:
+    """An exercise check: a ``check_*`` function that calls one of its own arguments (the
+    reader's candidate). Validation helpers such as ``check_rope_inputs`` call none."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if not node.name.startswith("check_"):
+        return False
+    params = {a.arg for a in node.args.args + node.args.kwonlyargs}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id in params for n in ast.walk(node))
+
+
 def check_helpers(sources: list[str]) -> set[str]:
     """Private top-level functions (``_name``) used only by ``check_*`` functions."""
     users: dict[str, set[str]] = {}
@@ -376,16 +388,25 @@ def check_helpers(sources: list[str]) -> set[str]:
                     if isinstance(inner, ast.Name):
                         users.setdefault(inner.id, set()).add("<module>")
     helpers = {n for n in defined if n.startswith("_")}
+    checks = {n.name for source in sources for n in _top_level(source)
+              if is_exercise_check(n)}
     changed = True
     while changed:
         changed = False
         for name in list(helpers):
             callers = users.get(name, set()) - {name}
-            if not callers or not all(c.startswith("check_") or c in helpers - {name}
+            if not callers or not all(c in checks or c in helpers - {name}
                                       for c in callers):
                 helpers.discard(name)
                 changed = True
     return helpers
+
+
+def _top_level(source: str) -> list[ast.stmt]:
+    try:
+        return ast.parse(source).body
+    except SyntaxError:
+        return []
 
 
 def mutants_of(stem: str, include_checks: bool = False) -> list[Mutant]:
@@ -536,6 +557,11 @@ class Run:
                     sys.path[:] = [p for p in sys.path
                                    if Path(p or ".").resolve() != ROOT / "tools"]
                     import pytest
+                    from hypothesis import settings
+
+                    # a busy machine must not fail a test on time: no deadlines
+                    settings.register_profile("mutate", deadline=None, database=None)
+                    settings.load_profile("mutate")
                     code = int(pytest.main(command[3:]))
                 finally:
                     os._exit(code)
