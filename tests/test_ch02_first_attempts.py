@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 from nbload import chapter
 
 ch = chapter("02_first_attempts")
+# Timing limits would make these tests fail on a busy machine, not on a bug.
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")
 
 lengths = st.integers(1, 300)
 
@@ -302,3 +305,156 @@ def test_similarity_explorer_starts_at_the_chosen_row() -> None:
     assert [trace.visible for trace in fig.data] == [False, True, False]
     assert "position 2" in fig.layout.title.text and fig.layout.sliders[0].active == 1
     assert np.allclose(fig.data[1].y, S[2].round(3))
+
+
+# --- Asymmetric random inputs against references written out by hand -----------------------
+# (On symmetric inputs a minimum equals a mean and B = c·A makes any average ±1: these tests
+# use inputs where a wrong formula gives a different number.)
+
+@settings(max_examples=30)
+@given(n=st.integers(2, 9), seed=st.integers(0, 2**32 - 1))
+def test_lag_profile_of_a_random_matrix(n, seed) -> None:
+    S = np.random.default_rng(seed).standard_normal((n, n))
+    low, mean, high = ch.lag_profile(S)
+    for k in range(1, n):
+        entries = [S[m, m + k] for m in range(n - k)]  # above the diagonal: n = m + k
+        assert low[k - 1] == min(entries) and high[k - 1] == max(entries)
+        assert np.isclose(mean[k - 1], sum(entries) / len(entries))
+    assert np.all(low <= mean) and np.all(mean <= high)
+
+
+def test_lag_profile_hand_computed() -> None:
+    S = np.array([[0.0, 1.0, 5.0], [9.0, 0.0, 3.0], [9.0, 9.0, 0.0]])
+    low, mean, high = ch.lag_profile(S)
+    assert low.tolist() == [1.0, 5.0] and mean.tolist() == [2.0, 5.0]
+    assert high.tolist() == [3.0, 5.0]
+
+
+@settings(max_examples=30)
+@given(n=st.integers(1, 12), d=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
+def test_mean_row_cosine_of_unrelated_rows(n, d, seed) -> None:
+    rng = np.random.default_rng(seed)
+    A, B = rng.standard_normal((n, d)) + 0.3, rng.standard_normal((n, d)) - 0.2
+    expected = np.mean([a @ b / (np.sqrt(a @ a) * np.sqrt(b @ b)) for a, b in zip(A, B)])
+    assert np.isclose(ch.mean_row_cosine(A, B), expected)
+
+
+def test_mean_row_cosine_hand_computed() -> None:
+    A = np.array([[1.0, 0.0], [1.0, 0.0], [3.0, 4.0]])
+    B = np.array([[0.0, 2.0], [5.0, 0.0], [3.0, 4.0]])
+    assert ch.mean_row_cosine(A, B) == pytest.approx((0.0 + 1.0 + 1.0) / 3)
+    assert ch.mean_row_cosine(A[:1], np.array([[1.0, 1.0]])) == pytest.approx(2**-0.5)
+
+
+@settings(max_examples=30)
+@given(n=st.integers(1, 15), d=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
+def test_cosine_similarity_matrix_entries(n, d, seed) -> None:
+    E = np.random.default_rng(seed).standard_normal((n, d)) + 0.2
+    C = ch.cosine_similarity_matrix(E)
+    for i in range(n):
+        for j in range(n):
+            ei, ej = E[i], E[j]
+            expected = ei @ ej / np.sqrt((ei @ ei) * (ej @ ej))
+            assert C[i, j] == pytest.approx(expected, abs=1e-12)
+
+
+@settings(max_examples=30)
+@given(n=st.integers(2, 12), bits=st.integers(1, 7), seed=st.integers(0, 2**32 - 1))
+def test_hamming_distance_of_random_bit_rows(n, bits, seed) -> None:
+    codes = np.random.default_rng(seed).integers(0, 2, (n, bits)).astype(float)
+    H = ch.hamming_distance_matrix(codes)
+    for i in range(n):
+        for j in range(n):
+            assert H[i, j] == sum(a != b for a, b in zip(codes[i], codes[j]))
+
+
+def test_binary_encoding_hand_computed_and_boundary() -> None:
+    assert ch.binary_encoding(6, 3).tolist() == [
+        [0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]]
+    assert ch.binary_encoding(8, 3).shape == (8, 3)  # exactly 2**bits positions fit
+    with pytest.raises(ValueError, match="need bits >= 4"):
+        ch.binary_encoding(9, 3)
+    with pytest.raises(ValueError, match="num_positions must be a positive integer"):
+        ch.binary_encoding(0, 3)
+
+
+@settings(max_examples=30, deadline=None)
+@given(T=st.integers(12, 40), d=st.integers(1, 3), k=st.integers(1, 4),
+       seed=st.integers(0, 2**32 - 1))
+def test_shift_map_error_matches_an_independent_fit(T, d, k, seed) -> None:
+    codes = np.random.default_rng(seed).standard_normal((T, d))
+    X = np.column_stack([codes[: T - k], np.ones(T - k)])
+    Y = codes[k:]
+    coefficients = np.linalg.pinv(X) @ Y
+    expected = np.linalg.norm(X @ coefficients - Y) / np.linalg.norm(Y - Y.mean(axis=0))
+    assert ch.shift_map_error(codes, k) == pytest.approx(expected, rel=1e-9)
+    if k == 1:
+        assert ch.shift_map_error(codes) == pytest.approx(expected, rel=1e-9)  # default k
+
+
+def test_shift_map_error_needs_more_pairs_than_unknowns() -> None:
+    codes = np.random.default_rng(3).standard_normal((6, 3))  # 5 pairs, 4 unknowns: fine
+    assert 0 < ch.shift_map_error(codes) < 1
+    with pytest.raises(ValueError, match="fits 4 pairs exactly"):
+        ch.shift_map_error(codes[:5])  # 4 pairs, 4 unknowns
+    with pytest.raises(ValueError, match="fits 4 pairs exactly"):
+        ch.shift_map_error(codes, k=2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(3, 20), d=st.integers(2, 6), seed=st.integers(0, 2**32 - 1),
+       data=st.data())
+def test_principal_components_match_the_covariance_eigenbasis(n, d, seed, data) -> None:
+    E = np.random.default_rng(seed).standard_normal((n, d)) * np.arange(1, d + 1) + 5.0
+    k = data.draw(st.integers(1, min(n, d)))
+    scores, explained = ch.principal_components(E, k)
+    centred = E - E.mean(axis=0)
+    eigenvalues, vectors = np.linalg.eigh(centred.T @ centred)
+    order = np.argsort(eigenvalues)[::-1][:k]
+    assert explained == pytest.approx(eigenvalues[order] / eigenvalues.sum(), abs=1e-9)
+    reference = centred @ vectors[:, order]
+    assert np.allclose(np.abs(scores), np.abs(reference), atol=1e-7)
+
+
+@settings(max_examples=30)
+@given(n=st.integers(2, 15), seed=st.integers(0, 2**32 - 1))
+def test_range_excursion_against_a_reference(n, seed) -> None:
+    rng = np.random.default_rng(seed)
+    train = rng.standard_normal((n, 3)) * [1.0, 4.0, 0.5]
+    new = rng.standard_normal((4, 3)) * 3
+    low, high = train.min(axis=0), train.max(axis=0)
+    expected = 0.0
+    for code in new:
+        for j in range(3):
+            outside = max(code[j] - high[j], low[j] - code[j], 0.0)
+            expected = max(expected, outside / (high[j] - low[j]))
+    assert ch.range_excursion(train, new) == pytest.approx(expected)
+
+
+def test_range_excursion_hand_computed() -> None:
+    train = np.array([[0.0, 10.0], [2.0, 30.0]])  # ranges [0, 2] and [10, 30]
+    assert ch.range_excursion(train, [3.0, 20.0]) == pytest.approx(0.5)  # above the max
+    assert ch.range_excursion(train, [1.0, 5.0]) == pytest.approx(0.25)  # below the min
+    assert ch.range_excursion(train, [[1.0, 5.0], [-1.0, 10.0]]) == pytest.approx(0.5)
+    assert ch.range_excursion(train, [[1.0, 10.0], [2.0, 30.0]]) == 0.0
+
+
+@settings(max_examples=30)
+@given(T=st.integers(2, 20), d=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_min_neighbour_gap_of_random_codes(T, d, seed) -> None:
+    codes = np.random.default_rng(seed).standard_normal((T, d))
+    gaps = [np.sqrt(np.sum((codes[m + 1] - codes[m]) ** 2)) for m in range(T - 1)]
+    assert ch.min_neighbour_gap(codes) == pytest.approx(min(gaps))
+
+
+def test_grid_code_count_with_repeated_axis_codes() -> None:
+    assert ch.grid_code_count(np.array([0.0, 1.0, 0.0])) == 4  # two distinct values per axis
+    axis = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
+    assert ch.grid_code_count(axis) == 9
+    assert ch.grid_code_count(np.array([[1.0, 2.0], [2.0, 1.0]])) == 4  # order matters
+
+
+def test_integer_and_normalised_positions_hand_computed() -> None:
+    assert ch.integer_positions(3).tolist() == [0.0, 1.0, 2.0]
+    assert ch.normalised_positions(4).tolist() == [0.0, 0.25, 0.5, 0.75]
+    assert ch.broadcast_code(np.array([2.0, -1.0]), 3).tolist() == [[2.0] * 3, [-1.0] * 3]

@@ -14,6 +14,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from nbload import chapter  # noqa: E402
 
 ch = chapter("03_deriving_sinusoidal")
+# Timing limits would make these tests fail on a busy machine, not on a bug.
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")
 
 even_d = st.integers(min_value=1, max_value=64).map(lambda k: 2 * k)
 bases = st.floats(min_value=2.0, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -310,3 +313,190 @@ def test_shift_isometry_alternating_code_and_errors():
         ch.shift_isometry(np.eye(3)[:1])
     with pytest.raises(ValueError, match=r"\(num_positions, d\)"):
         ch.shift_isometry(np.ones(4))
+
+
+# --- Asymmetric inputs, both complex parts, defaults, distributions ---------------------------
+
+def test_complex_to_real_and_hermitian_inner_hand_computed():
+    assert ch.complex_to_real(np.array([1 + 2j, 3 - 4j])).tolist() == [1.0, 2.0, 3.0, -4.0]
+    assert ch.complex_to_real(np.array([[5j], [-1 + 0j]])).tolist() == [[0, 5], [-1, 0]]
+    z, w = np.array([1 + 2j, 3 - 1j]), np.array([2 - 1j, 1j])
+    # (1+2i)(2+i) + (3-i)(-i) = (5i) + (-1-3i) = -1 + 2i
+    assert ch.hermitian_inner(z, w) == pytest.approx(-1 + 2j)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, k=st.integers(1, 6))
+def test_hermitian_inner_matches_vdot(seed, k):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(3, k)) + 1j * rng.normal(size=(3, k))
+    w = rng.normal(size=(3, k)) + 1j * rng.normal(size=(3, k))
+    got = ch.hermitian_inner(z, w)
+    expected = np.array([np.vdot(w[j], z[j]) for j in range(3)])  # vdot conjugates its first
+    assert np.allclose(got.real, expected.real) and np.allclose(got.imag, expected.imag)
+
+
+@pytest.mark.parametrize("m", [0.0, 1.0, 7.5, 123.0])
+def test_complex_position_code_default_base(m):
+    d = 8
+    theta = 10000.0 ** (-np.array([0.0, 2.0, 4.0, 6.0]) / d)
+    z = ch.complex_position_code(m, d)
+    assert np.allclose(z.real, np.cos(m * theta)) and np.allclose(z.imag, np.sin(m * theta))
+
+
+def test_encodings_default_base_is_10000():
+    T, d = 50, 12
+    m, j = np.arange(T)[:, None], np.arange(d // 2)[None, :]
+    angles = m / 10000.0 ** (2 * j / d)
+    interleaved = np.empty((T, d))
+    interleaved[:, 0::2], interleaved[:, 1::2] = np.sin(angles), np.cos(angles)
+    assert np.allclose(ch.sinusoidal_interleaved(T, d), interleaved)
+    assert np.allclose(ch.sinusoidal_concatenated(T, d),
+                       np.hstack([np.sin(angles), np.cos(angles)]))
+    e = 2 * (np.arange(d) // 2) / d
+    assert np.allclose(ch.sinusoidal_from_exponents(T, e), interleaved)
+    assert np.allclose(ch.frequencies(d), 10000.0 ** (-2 * np.arange(d // 2) / d))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, T=st.integers(1, 30), half=st.integers(1, 6), base=bases)
+def test_sinusoidal_from_arbitrary_exponents(seed, T, half, base):
+    e = np.random.default_rng(seed).uniform(0, 1.5, 2 * half)
+    P = ch.sinusoidal_from_exponents(T, e, base)
+    m = np.arange(T)
+    for j in range(2 * half):
+        wave = np.sin if j % 2 == 0 else np.cos
+        assert np.allclose(P[:, j], wave(m * base ** (-e[j])))
+
+
+def test_exponent_rules_hand_computed():
+    assert ch.exponent_rule("correct", 4).tolist() == [0.0, 0.0, 0.5, 0.5]
+    assert ch.exponent_rule("column index", 4).tolist() == [0.0, 0.25, 0.5, 0.75]
+    assert ch.exponent_rule("doubled index", 4).tolist() == [0.0, 0.5, 1.0, 1.5]
+    assert ch.exponent_rule("missing factor 2", 4).tolist() == [0.0, 0.0, 0.25, 0.25]
+    with pytest.raises(ValueError, match="positive even integer"):
+        ch.exponent_rule("correct", 5)
+
+
+@pytest.mark.parametrize("base", [10000.0, 30.0])
+def test_tutorial_loop_reproduces_the_circulating_bug(base):
+    T, d = 20, 6
+    P = ch.sinusoidal_tutorial_loop(T, d, base) if base != 10000.0 else (
+        ch.sinusoidal_tutorial_loop(T, d))
+    for pos in range(T):
+        for i in range(0, d, 2):  # the bug: exponent 2i/d with i the column, not the pair
+            assert P[pos, i] == pytest.approx(np.sin(pos / base ** (2 * i / d)))
+            assert P[pos, i + 1] == pytest.approx(np.cos(pos / base ** (2 * (i + 1) / d)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, T=st.integers(1, 8), d=st.integers(1, 5))
+def test_hessian_cross_term_with_a_non_symmetric_h(seed, T, d):
+    rng = np.random.default_rng(seed)
+    P, H = rng.normal(size=(T, d)), rng.normal(size=(d, d))
+    G = ch.hessian_cross_term(P, H)
+    for m in range(T):
+        for n in range(T):
+            assert G[m, n] == pytest.approx(P[m] @ H @ P[n])
+
+
+def test_diagonal_spread_below_and_above_the_diagonal():
+    G = np.array([[1.0, 2.0, 3.0], [4.0, 1.0, 2.0], [5.0, 4.0, 1.0]])
+    below = G.copy()
+    below[2, 1] = 4.7  # offset -1 diagonal: 4, 4.7
+    assert ch.diagonal_spread(below) == pytest.approx(0.7)
+    above = G.copy()
+    above[0, 1] = 1.7  # offset +1 diagonal: 1.7, 2 (measured from its first entry)
+    assert ch.diagonal_spread(above) == pytest.approx(0.3)
+    corner = G.copy()
+    corner[2, 0], corner[0, 2] = -50.0, 99.0  # one-entry diagonals never spread
+    assert ch.diagonal_spread(corner) == 0.0
+    rng = np.random.default_rng(5)
+    R = rng.normal(size=(5, 5))
+    expected = max(np.abs(np.diagonal(R, k) - np.diagonal(R, k)[0]).max() for k in range(-4, 5))
+    assert ch.diagonal_spread(R) == pytest.approx(expected)
+
+
+def test_unitary_powers_are_matrix_powers():
+    rng = np.random.default_rng(2)
+    Theta = ch.random_unitary(3, rng)
+    U = ch.unitary_powers(Theta, 6)
+    assert U.shape == (6, 3, 3)
+    for t in range(6):
+        assert np.allclose(U[t], np.linalg.matrix_power(Theta, t))
+    assert ch.unitary_powers(Theta, 0).shape == (0, 3, 3)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        ch.unitary_powers(Theta, 2.0)
+
+
+def test_random_unitary_is_haar_distributed():
+    """Statistics with a known law under the Haar measure on U(k), from a seeded sample.
+
+    For Haar U in U(k): every entry has mean 0 and E[U_ij^2] = 0 (uniform phase);
+    |U_11|^2 ~ Beta(1, k - 1); E|tr U|^2 = 1 with Var |tr U|^2 = 1 (k >= 2). With N samples
+    a mean's standard error is at most sqrt(1/N); the bounds below are about 5 standard
+    errors, and the Kolmogorov-Smirnov p-value threshold is 1e-4.
+    """
+    from scipy import stats
+
+    k, N = 3, 3000
+    rng = np.random.default_rng(20261123)
+    samples = np.array([ch.random_unitary(k, rng) for _ in range(N)])
+    assert np.allclose(samples[0].conj().T @ samples[0], np.eye(k))
+    se = np.sqrt(1 / N)
+    assert np.abs(samples.mean(axis=0)).max() < 5 * se
+    assert np.abs((samples**2).mean(axis=0)).max() < 5 * se
+    trace = np.trace(samples, axis1=1, axis2=2)
+    assert abs(np.mean(np.abs(trace) ** 2) - 1) < 5 * se
+    p = stats.kstest(np.abs(samples[:, 0, 0]) ** 2, stats.beta(1, k - 1).cdf).pvalue
+    assert p > 1e-4
+    phases = np.angle(np.linalg.eigvals(samples).ravel())  # eigenphases: uniform marginal
+    assert stats.kstest(phases, stats.uniform(-np.pi, 2 * np.pi).cdf).pvalue > 1e-4
+
+
+def test_attention_readout_against_a_hand_written_head():
+    gen = torch.Generator().manual_seed(4)
+    T, d, d_k, d_v = 4, 5, 3, 2
+    X = torch.randn(T, d, generator=gen, dtype=torch.float64)
+    W_q, W_k = (torch.randn(d_k, d, generator=gen, dtype=torch.float64) for _ in range(2))
+    W_v = torch.randn(d_v, d, generator=gen, dtype=torch.float64)
+    w = torch.randn(d_v, generator=gen, dtype=torch.float64)
+    scores = (X @ W_q.T) @ (X @ W_k.T).T / np.sqrt(d_k)
+    A = torch.exp(scores) / torch.exp(scores).sum(dim=1, keepdim=True)  # rows sum to 1
+    expected = sum(float(A[m] @ (X @ W_v.T) @ w) for m in range(T))
+    assert ch.attention_readout(X, W_q, W_k, W_v, w).item() == pytest.approx(expected)
+
+
+def test_cross_hessian_and_mixed_difference_of_a_bilinear_function():
+    """f = x_0^T B x_2 + (terms without a 0-2 cross): the cross block is B exactly, and the
+    mixed difference is p_0^T B p_2 at any step size (no Taylor remainder)."""
+    gen = torch.Generator().manual_seed(8)
+    d = 3
+    B = torch.randn(d, d, generator=gen, dtype=torch.float64)
+    X = torch.randn(4, d, generator=gen, dtype=torch.float64)
+
+    def f(Y):
+        return Y[0] @ B @ Y[2] + (Y[1] ** 2).sum() + Y[0].sum() ** 2 + (Y[2] ** 3).sum()
+
+    assert torch.allclose(ch.cross_hessian(f, X, 0, 2), B)
+    assert torch.allclose(ch.cross_hessian(f, X, 2, 0), B.T)
+    p_0, p_2 = torch.randn(d, generator=gen, dtype=torch.float64), torch.randn(
+        d, generator=gen, dtype=torch.float64)
+    D = ch.mixed_difference(f, X, 0, 2, p_0, p_2)
+    assert D == pytest.approx((p_0 @ B @ p_2).item(), abs=1e-9)
+    assert torch.equal(X, X.clone())  # inputs untouched: run it twice, same answer
+    assert ch.mixed_difference(f, X, 0, 2, p_0, p_2) == pytest.approx(D, abs=1e-12)
+    with pytest.raises(ValueError, match="two different positions"):
+        ch.cross_hessian(f, X, 1, 1)
+
+
+def test_shift_isometry_recovers_a_known_non_symmetric_rotation():
+    c, s = np.cos(0.4), np.sin(0.4)
+    O = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    Q, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))
+    O = Q @ O @ Q.T
+    P = np.array([np.linalg.matrix_power(O, m) @ np.array([1.0, 0.5, -2.0]) for m in range(9)])
+    assert np.allclose(ch.shift_isometry(P), O, atol=1e-9)
+    assert np.allclose(ch.shift_isometry(P[:4]), O, atol=1e-9)  # 3 pairs, rank 3: enough
+    with pytest.raises(ValueError, match="span"):
+        ch.shift_isometry(P[:3])
