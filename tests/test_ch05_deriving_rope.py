@@ -247,3 +247,107 @@ def test_exercise_checks_catch_wrong_answers():
         ch.check_rope_elementwise(wrong_sign)
     with pytest.raises(AssertionError, match="position m = 0"):
         ch.check_rope_sequence_complex(off_by_one)
+
+
+# --- Hand-computed values, defaults hard-coded to 10000, both complex parts -------------------
+
+def _reference_rope(m, d, base=10000.0):
+    """R_m written out entry by entry (interleaved pairs, counter-clockwise)."""
+    R = np.zeros((d, d))
+    for i in range(d // 2):
+        angle = m * base ** (-2 * i / d)
+        R[2 * i, 2 * i], R[2 * i, 2 * i + 1] = np.cos(angle), -np.sin(angle)
+        R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = np.sin(angle), np.cos(angle)
+    return R
+
+
+@pytest.mark.parametrize("m", [1.0, -3.5, 250.0])
+def test_rope_matrix_and_complex_form_use_base_10000_by_default(m):
+    d = 8
+    assert np.allclose(ch.rope_matrix(m, d), _reference_rope(m, d))
+    x = np.random.default_rng(3).normal(size=(2, d))
+    assert np.allclose(ch.rope_complex(x, m), x @ _reference_rope(m, d).T)
+    assert np.allclose(ch.rope_matrix(m, d, 50.0), _reference_rope(m, d, 50.0))
+
+
+def test_rotation_and_rope_turn_counter_clockwise():
+    assert np.allclose(ch.rotation_2d(np.pi / 2) @ [1.0, 0.0], [0.0, 1.0])
+    assert np.allclose(ch.rotation_2d(0.25), [[np.cos(0.25), -np.sin(0.25)],
+                                              [np.sin(0.25), np.cos(0.25)]])
+    assert np.allclose(ch.rope_matrix(np.pi / 2, 2) @ [1.0, 0.0], [0.0, 1.0])
+    assert np.allclose(ch.rope_complex(np.array([1.0, 0.0]), np.pi / 2), [0.0, 1.0])
+    assert np.array_equal(ch.J, [[0.0, -1.0], [1.0, 0.0]])
+
+
+def test_pairs_and_complex_hand_computed():
+    z = ch.pairs_to_complex(np.array([1.0, 2.0, -3.0, 0.5]))
+    assert z.real.tolist() == [1.0, -3.0] and z.imag.tolist() == [2.0, 0.5]
+    x = ch.complex_to_pairs(np.array([[1 - 2j, 4j]]))
+    assert x.tolist() == [[1.0, -2.0, 0.0, 4.0]]
+    with pytest.raises(ValueError, match="positive even length"):
+        ch.pairs_to_complex(np.ones(3))
+    with pytest.raises(ValueError, match="at least one axis"):
+        ch.complex_to_pairs(1j)
+
+
+def test_sinusoidal_pe_hand_computed_and_default_base():
+    theta = 10000.0 ** (-np.arange(0, 6, 2) / 6)
+    pe = ch.sinusoidal_pe(7.0, 6)
+    assert np.allclose(pe[0::2], np.sin(7 * theta)) and np.allclose(pe[1::2], np.cos(7 * theta))
+    assert np.allclose(ch.sinusoidal_pe(2.0, 4, 100.0),
+                       [np.sin(2.0), np.cos(2.0), np.sin(0.2), np.cos(0.2)])
+
+
+def test_theta_operator_both_parts_and_default_base():
+    d = 6
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+    Theta = ch.theta_operator(d)
+    assert np.allclose(np.diag(Theta).real, np.cos(theta))
+    assert np.allclose(np.diag(Theta).imag, np.sin(theta))
+    assert np.count_nonzero(Theta - np.diag(np.diag(Theta))) == 0
+    assert np.allclose(np.diag(ch.theta_operator(4, 100.0)), np.exp(1j * np.array([1.0, 0.1])))
+
+
+def test_toeplitz_defect_below_and_above_the_diagonal():
+    S = np.add.outer(np.arange(4.0), -np.arange(4.0))
+    below = S.copy()
+    below[3, 1] += 0.6  # offset -2 diagonal: (S[2, 0], S[3, 1])
+    assert ch.toeplitz_defect(below) == pytest.approx(0.6)
+    above = S.copy()
+    above[0, 1] -= 0.4  # the first entry of a diagonal is the reference
+    assert ch.toeplitz_defect(above) == pytest.approx(0.4)
+    corners = S.copy()
+    corners[3, 0], corners[0, 3] = 100.0, -100.0
+    assert ch.toeplitz_defect(corners) == 0.0
+    assert ch.toeplitz_defect(np.array([[5.0]])) == 0.0
+    with pytest.raises(ValueError, match="non-empty square"):
+        ch.toeplitz_defect(np.zeros((0, 0)))
+
+
+def test_modulation_terms_hand_computed():
+    q, k = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    # q.k = 1, q.Jk = q . (1, 3) = 7
+    terms = ch.modulation_terms(q, k, 0.5, 2.0)
+    assert terms["cos"] == pytest.approx(np.cos(1.0) * 1.0)
+    assert terms["sin"] == pytest.approx(-np.sin(1.0) * 7.0)
+    score = (ch.rotation_2d(3 * 0.5) @ q) @ (ch.rotation_2d(1 * 0.5) @ k)  # m = 3, n = 1
+    assert terms["cos"] + terms["sin"] == pytest.approx(score)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, half=st.integers(1, 6), delta=st.integers(-500, 500))
+def test_rope_logit_terms_default_base_with_rectangular_weights(seed, half, delta):
+    rng = np.random.default_rng(seed)
+    d_model, d = 5, 2 * half
+    W_q, W_k = rng.normal(size=(d, d_model)), rng.normal(size=(d, d_model))
+    x_m, x_n = rng.normal(size=(2, d_model))
+    q, k = W_q @ x_m, W_k @ x_n
+    terms = ch.rope_logit_terms(x_m, x_n, W_q, W_k, delta)
+    expected = q @ _reference_rope(delta, d).T @ k  # (R_m q).(R_n k) = q^T R_{n-m} k
+    assert terms["cos"] + terms["sin"] == pytest.approx(expected, abs=1e-9 * (1 + abs(expected)))
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+    cos_part = sum(np.cos(delta * theta[i]) * (q[2 * i:2 * i + 2] @ k[2 * i:2 * i + 2])
+                   for i in range(half))
+    assert terms["cos"] == pytest.approx(cos_part, abs=1e-9 * (1 + abs(cos_part)))
+    with pytest.raises(ValueError, match="one length"):
+        ch.rope_logit_terms(x_m, x_n, W_q, W_k[:-1], delta)
