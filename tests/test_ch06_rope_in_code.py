@@ -18,6 +18,9 @@ settings.register_profile("no-deadline", deadline=None)
 settings.load_profile("no-deadline")
 
 SEEDS = st.integers(0, 2**31 - 1)
+# Derived in the chapter (3.04 u of bfloat16 rounding plus the float32 angle error), written
+# here rather than read from the module under test.
+BF16_RELATIVE_TOLERANCE = 2**-6
 # (batch, heads, tokens, head_dim) with an even head_dim up to 128
 SHAPES = st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 8), st.integers(1, 64).map(lambda h: 2 * h))
 INTERLEAVED = {"dense": ch.apply_rope_dense, "interleaved": ch.apply_rope_interleaved,
@@ -131,11 +134,11 @@ def test_bfloat16_within_the_derived_tolerance(shape, seed, max_position) -> Non
         out = rope(x16, position_ids)
         assert out.dtype == torch.bfloat16
         error = (out.double() - exact).abs()
-        assert (error <= ch.BF16_RELATIVE_TOLERANCE * ch.pair_norms(x64, layout) + 1e-30).all(), rope.__name__
+        assert (error <= BF16_RELATIVE_TOLERANCE * ch.pair_norms(x64, layout) + 1e-30).all(), rope.__name__
     reference = ch.transformers_rope(x16, position_ids)
     assert torch.equal(ch.apply_rope_halves(x16, position_ids), reference)
     assert ((reference.double() - exact_halves).abs()
-            <= ch.BF16_RELATIVE_TOLERANCE * ch.pair_norms(x64, "halves") + 1e-30).all()
+            <= BF16_RELATIVE_TOLERANCE * ch.pair_norms(x64, "halves") + 1e-30).all()
 
 
 @settings(max_examples=25, deadline=None)
@@ -317,3 +320,193 @@ def test_checks_reject_wrong_solutions_with_the_failing_case() -> None:
         run_check(ch.check_convert_qk_weight, whole_matrix_not_per_head)
     with pytest.raises(AssertionError, match=r"\(1, 2, 3, 4\)"):
         run_check(ch.check_rotate_half, lambda x: torch.cat((x.chunk(2, -1)[1], -x.chunk(2, -1)[0]), -1))
+
+
+# --- Hand-computed cases, defaults hard-coded, and an independent attention layer -------------
+
+import math  # noqa: E402
+
+from transformers import LlamaConfig  # noqa: E402
+from transformers.models.llama.modeling_llama import (  # noqa: E402
+    LlamaRotaryEmbedding,
+    apply_rotary_pos_emb,
+)
+
+
+def hf_cos_sin(x: torch.Tensor, position_ids: torch.Tensor, d: int, base: float = 10000.0):
+    """cos and sin straight from transformers' LlamaRotaryEmbedding (split halves)."""
+    heads = x.shape[1]
+    config = LlamaConfig(head_dim=d, hidden_size=heads * d, num_attention_heads=heads,
+                         num_key_value_heads=heads,
+                         rope_parameters={"rope_type": "default", "rope_theta": base})
+    return LlamaRotaryEmbedding(config)(x, position_ids)
+
+
+def test_one_plane_by_hand_with_the_default_base() -> None:
+    x = torch.tensor([[[[1.0, 0.0, 0.0, 2.0]]]], dtype=torch.float64)  # (1, 1, 1, 4)
+    m = 3
+    a0, a1 = m * 1.0, m * 10000.0 ** (-2 / 4)
+    interleaved = torch.tensor([math.cos(a0), math.sin(a0), -2 * math.sin(a1), 2 * math.cos(a1)],
+                               dtype=torch.float64)
+    position = torch.tensor([[m]])
+    for rope in INTERLEAVED.values():
+        assert torch.allclose(rope(x, position)[0, 0, 0], interleaved), rope.__name__
+    # split halves: pairs (0, 2) and (1, 3)
+    halves = torch.tensor([math.cos(a0), -2 * math.sin(a1), math.sin(a0), 2 * math.cos(a1)],
+                          dtype=torch.float64)
+    assert torch.allclose(ch.apply_rope_halves(x, position)[0, 0, 0], halves)
+    assert torch.allclose(ch.apply_rope_partial(x, position)[0, 0, 0], halves)
+    assert torch.allclose(ch.transformers_rope(x.float(), position)[0, 0, 0], halves.float())
+    assert torch.allclose(ch.transformers_neox_rope(x.float(), position)[0, 0, 0],
+                          halves.float())
+
+
+@settings(max_examples=15, deadline=None)
+@given(shape=SHAPES, seed=SEEDS)
+def test_defaults_match_transformers_with_base_10000(shape, seed) -> None:
+    x, position_ids = random_input(seed, shape, 5000, dtype=torch.float32)
+    cos, sin = hf_cos_sin(x, position_ids, shape[-1], 10000.0)
+    expected, _ = apply_rotary_pos_emb(x, x, cos, sin)
+    assert torch.equal(ch.apply_rope_halves(x, position_ids), expected)
+    assert torch.equal(ch.apply_rope_partial(x, position_ids), expected)
+    perm = ch.interleaved_to_halves_perm(shape[-1])
+    back = torch.argsort(perm)
+    for rope in INTERLEAVED.values():
+        got = rope(x[..., back], position_ids)[..., perm]
+        # the dense reference uses float64 angles: float32 angles of positions < 5000 are
+        # off by up to 5000 * 2**-24 rad, so allow 1e-3 relative to the largest input
+        tolerance = 1e-3 if rope is ch.apply_rope_dense else 1e-5
+        assert (got - expected).abs().max() <= tolerance * (1 + x.abs().max()), rope.__name__
+
+
+def test_rope_angles_and_angle_dtype() -> None:
+    positions = torch.tensor([[0, 1, 7]])
+    angles = ch.rope_angles(positions, 6)
+    assert angles.dtype == torch.float32 and angles.shape == (1, 3, 3)
+    expected = torch.tensor([[m / 10000.0 ** (2 * i / 6) for i in range(3)] for m in (0, 1, 7)])
+    assert torch.allclose(angles[0], expected)
+    assert torch.allclose(ch.rope_angles(positions, 4, 100.0, torch.float64)[0, 2],
+                          torch.tensor([7.0, 0.7], dtype=torch.float64))
+    assert ch.angle_dtype(torch.zeros(1, dtype=torch.float64)) == torch.float64
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        assert ch.angle_dtype(torch.zeros(1, dtype=dtype)) == torch.float32
+
+
+def test_quarter_turns_and_layouts_by_hand() -> None:
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    assert ch.rotate_pairs(x).tolist() == [-2.0, 1.0, -4.0, 3.0]
+    cos, sin = torch.tensor([0.5, 1.0]), torch.tensor([2.0, 0.0])
+    # pairs (1, 3) and (2, 4): (a cos - b sin, b cos + a sin)
+    assert ch.rotate_halves(x, cos, sin).tolist() == [0.5 - 6.0, 2.0, 1.5 + 2.0, 4.0]
+    assert ch.interleaved_to_halves_perm(6).tolist() == [0, 2, 4, 1, 3, 5]
+    W = torch.arange(8.0)[:, None].repeat(1, 3)  # 2 heads of head_dim 4
+    rows = ch.permute_head_rows(W, 2, torch.tensor([0, 2, 1, 3]))[:, 0].tolist()
+    assert rows == [0.0, 2.0, 1.0, 3.0, 4.0, 6.0, 5.0, 7.0]
+
+
+def test_position_ids_from_masks_by_hand() -> None:
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 1, 0, 1]])
+    assert ch.position_ids_from_mask(mask).tolist() == [
+        [0, 0, 0, 1, 2], [0, 1, 2, 0, 0], [0, 1, 2, 3, 4], [0, 0, 1, 0, 2]]
+    assert ch.position_ids_from_mask(mask.bool()).tolist()[0] == [0, 0, 0, 1, 2]
+
+
+def test_rope_cache_defaults_and_values() -> None:
+    cos, sin = ch.rope_cache(5, 4)
+    assert cos.shape == sin.shape == (5, 2)
+    angles = torch.tensor([[m * 1.0, m * 0.01] for m in range(5)], dtype=torch.float64)
+    assert torch.allclose(cos.double(), angles.cos(), atol=1e-7)
+    assert torch.allclose(sin.double(), angles.sin(), atol=1e-7)
+    cos, sin = ch.rope_cache(3, 4, 100.0)
+    assert torch.allclose(sin[2].double(), torch.tensor([math.sin(2.0), math.sin(0.2)],
+                                                        dtype=torch.float64), atol=1e-7)
+    assert ch.rope_cache(1, 2)[0].tolist() == [[1.0]]
+
+
+def test_kv_cache_concatenates_in_order() -> None:
+    cache = ch.KVCache()
+    assert cache.length == 0
+    k1, v1 = torch.zeros(1, 2, 3, 4), torch.ones(1, 2, 3, 4)
+    keys, values = cache.append(k1, v1)
+    assert cache.length == 3 and torch.equal(keys, k1) and torch.equal(values, v1)
+    k2, v2 = torch.full((1, 2, 1, 4), 5.0), torch.full((1, 2, 1, 4), 6.0)
+    keys, values = cache.append(k2, v2)
+    assert cache.length == 4 and keys.shape == (1, 2, 4, 4)
+    assert keys[0, 0, :, 0].tolist() == [0.0, 0.0, 0.0, 5.0]
+    assert values[0, 0, :, 0].tolist() == [1.0, 1.0, 1.0, 6.0]
+
+
+def test_pair_norms_by_hand() -> None:
+    x = torch.tensor([3.0, 4.0, 0.0, 1.0])
+    assert ch.pair_norms(x, "interleaved").tolist() == [5.0, 5.0, 1.0, 1.0]
+    assert ch.pair_norms(x, "halves").tolist() == pytest.approx([3.0, 17**0.5, 3.0, 17**0.5])
+    with pytest.raises(ValueError, match="layout"):
+        ch.pair_norms(x, "pairs")
+
+
+def reference_layer(layer, x: torch.Tensor, position_ids: torch.Tensor, causal: bool):
+    """The layer's forward pass rebuilt from its weights and transformers' RoPE."""
+    B, T, d_model = x.shape
+    H = layer.n_heads
+    head_dim = d_model // H
+    r = layer.rotary_dim
+
+    def split(y):
+        return y.view(B, T, H, head_dim).transpose(1, 2)
+
+    q, k, v = (split(x @ proj.weight.T) for proj in (layer.q_proj, layer.k_proj, layer.v_proj))
+    cos, sin = hf_cos_sin(q, position_ids, r, 10000.0)
+    q_r, k_r = apply_rotary_pos_emb(q[..., :r], k[..., :r], cos, sin)
+    q, k = torch.cat((q_r, q[..., r:]), -1), torch.cat((k_r, k[..., r:]), -1)
+    raw = logits = q @ k.transpose(-2, -1) / head_dim**0.5
+    if causal:
+        future = torch.arange(T)[None, :] > torch.arange(T)[:, None]
+        logits = logits.masked_fill(future, float("-inf"))
+    weights = torch.exp(logits - logits.amax(-1, keepdim=True))
+    out = (weights / weights.sum(-1, keepdim=True)) @ v
+    return out.transpose(1, 2).reshape(B, T, d_model) @ layer.o_proj.weight.T, raw
+
+
+@pytest.mark.parametrize("factor, causal", [(1.0, True), (0.5, True), (1.0, False)])
+def test_rope_attention_layer_against_an_independent_reference(factor, causal) -> None:
+    kwargs = {} if causal else {"causal": False}
+    if factor != 1.0:
+        kwargs["partial_rotary_factor"] = factor
+    layer = ch.RopeSelfAttention(d_model=24, n_heads=2, seed=5, **kwargs)
+    assert layer.rotary_dim == int(12 * factor)
+    x = torch.randn(2, 6, 24, generator=torch.Generator().manual_seed(6))
+    positions = torch.tensor([[0, 1, 2, 3, 4, 5], [7, 9, 20, 21, 400, 4095]])
+    with torch.no_grad():
+        expected, logits = reference_layer(layer, x, positions, causal)
+        # float32 angles (transformers) vs the layer's float64-then-rounded cache differ by
+        # up to 4095 * 2**-24 rad at the largest position: 1e-4 absolute is ample
+        assert torch.allclose(layer(x, positions), expected, atol=1e-4)
+        assert torch.allclose(layer.scores(x, positions), logits, atol=1e-4)
+        if factor == 1.0:
+            assert torch.allclose(ch.float32_angle_scores(layer, x, positions), logits,
+                                  atol=1e-5)  # the same float32 angles as the reference
+        default, _ = reference_layer(layer, x, torch.arange(6)[None].expand(2, 6), causal)
+        assert torch.allclose(layer(x), default, atol=1e-5)  # positions default to 0..T-1
+
+
+def test_rope_attention_layer_defaults_and_weight_scale() -> None:
+    layer = ch.RopeSelfAttention(d_model=64, n_heads=4)
+    assert layer.causal and layer.rotary_dim == 16 and layer.cos_cached.shape == (4096, 8)
+    expected_cos = torch.cos(torch.arange(4096, dtype=torch.float64)[:, None]
+                             * 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16))
+    assert torch.allclose(layer.cos_cached.double(), expected_cos, atol=1e-7)
+    std = layer.q_proj.weight.std().item()
+    assert abs(std - 64**-0.5) < 0.1 * 64**-0.5  # N(0, 1/d_model) weights, 4096 samples
+    again = ch.RopeSelfAttention(d_model=64, n_heads=4)
+    assert torch.equal(again.o_proj.weight, layer.o_proj.weight)  # seed 0 by default
+    other = ch.RopeSelfAttention(d_model=64, n_heads=4, seed=1)
+    assert not torch.equal(other.q_proj.weight, layer.q_proj.weight)
+
+
+def test_rope_attention_layer_accepts_the_last_cached_position() -> None:
+    layer = ch.RopeSelfAttention(d_model=16, n_heads=2, max_positions=8)
+    with torch.no_grad():
+        layer(torch.zeros(1, 3, 16), torch.tensor([[5, 6, 7]]))
+        layer(torch.zeros(2, 3, 16), torch.tensor([[0, 1, 2]]))  # one row shared by the batch
+        with pytest.raises(ValueError, match="positions must lie in 0..7"):
+            layer(torch.zeros(1, 3, 16), torch.tensor([[-1, 0, 1]]))
