@@ -123,7 +123,7 @@ def test_seed_ei_convention() -> None:
 @pytest.mark.parametrize("base", [3.0, 50.0, 1e4, 5e5, 1e7])
 def test_first_zero_near_x0_b(base: float) -> None:
     zero = ch.first_zero_integral(base)
-    assert abs(zero - ch.CI_FIRST_ZERO * base) < 3.8
+    assert abs(zero - 0.6165054856207162 * base) < 3.8  # x0 = first zero of Ci
     assert abs(ch.decay_integral_closed_form(zero, base)) < 1e-9
 
 
@@ -227,3 +227,163 @@ def test_tiny_offsets_are_continuous(base: float) -> None:
     assert np.all(np.isfinite(z)) and z.real == pytest.approx(values, abs=1e-14)
     for alpha in (0.5, 1, 2):
         assert np.all(np.abs(ch.decay_integral_power(tiny, alpha) - 1) < 1e-6)
+
+
+# --- Independent references: scipy.special and scipy.integrate, written in the test -----------
+
+from scipy import integrate, special  # noqa: E402
+
+CI_ZERO = 0.6165054856207162  # first zero of Ci (Abramowitz & Stegun 5.2; brentq below)
+
+
+def _quad_cos_sin(delta: float, base: float) -> complex:
+    """int_0^1 exp(i delta base**-t) dt by plain adaptive quadrature (moderate delta)."""
+    re = integrate.quad(lambda t: math.cos(delta * base**-t), 0, 1, limit=500,
+                        epsabs=1e-12)[0]
+    im = integrate.quad(lambda t: math.sin(delta * base**-t), 0, 1, limit=500,
+                        epsabs=1e-12)[0]
+    return complex(re, im)
+
+
+@pytest.mark.parametrize("delta", [0.5, 3.0, 40.0, 250.0])
+def test_closed_form_defaults_against_sici_and_quad(delta: float) -> None:
+    b = 10000.0
+    ci = special.sici(delta)[1] - special.sici(delta / b)[1]
+    assert ch.decay_integral_closed_form(delta) == pytest.approx(ci / math.log(b), abs=1e-12)
+    assert ch.decay_integral_closed_form(-delta) == pytest.approx(ci / math.log(b), abs=1e-12)
+    z = _quad_cos_sin(delta, b)
+    assert ch.decay_integral_closed_form(delta) == pytest.approx(z.real, abs=1e-9)
+    assert ch.decay_integral_quad(delta) == pytest.approx(z.real, abs=1e-9)
+    got = ch.decay_integral_complex(delta)
+    assert got.real == pytest.approx(z.real, abs=1e-9)
+    assert got.imag == pytest.approx(z.imag, abs=1e-9)
+    below = ch.decay_integral_complex(-delta)  # negative offsets: the conjugate
+    assert below.real == pytest.approx(z.real, abs=1e-9)
+    assert below.imag == pytest.approx(-z.imag, abs=1e-9)
+
+
+@pytest.mark.parametrize("base", [7.0, 300.0])
+def test_complex_integral_both_parts_other_bases(base: float) -> None:
+    for delta in (0.3, 11.0, -17.5):
+        z = _quad_cos_sin(delta, base)
+        got = ch.decay_integral_complex(delta, base)
+        assert got.real == pytest.approx(z.real, abs=1e-9)
+        assert got.imag == pytest.approx(z.imag, abs=1e-9)
+    tiny = ch.decay_integral_complex(np.array([5e-5, -5e-5]), base)  # the series branch
+    assert tiny.imag[0] == pytest.approx(5e-5 * (1 - 1 / base) / math.log(base), rel=1e-6)
+    assert tiny.imag[1] == pytest.approx(-tiny.imag[0])
+
+
+def test_tiny_offsets_series_against_the_taylor_expansion() -> None:
+    for base in (2.0, 10000.0):
+        for delta in (5e-5, 9e-5):
+            expected = 1 - delta**2 * (1 - base**-2) / (4 * math.log(base))
+            assert ch.decay_integral_closed_form(delta, base) == pytest.approx(expected,
+                                                                              abs=1e-15)
+
+
+def test_finite_sum_defaults_and_hand_values() -> None:
+    theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)
+    for delta in (0.0, 1.0, -7.5, 300.0):
+        assert ch.decay_finite_sum(delta, 8) == pytest.approx(np.cos(delta * theta).mean())
+    assert ch.decay_finite_sum(2.0, 2) == pytest.approx(math.cos(2.0))
+    assert ch.decay_finite_sum(3.0, 4, 100.0) == pytest.approx((math.cos(3.0) + math.cos(0.3)) / 2)
+
+
+def test_cosine_average_in_small_chunks() -> None:
+    theta = np.array([1.0, 0.3, 0.01, 2.0])
+    grid = np.linspace(-50, 50, 103).reshape(1, 103)
+    expected = np.cos(grid[..., None] * theta).mean(-1)
+    assert np.allclose(ch._cosine_average(grid, theta, chunk=8), expected)
+    assert np.allclose(ch._cosine_average(grid, theta, chunk=3), expected)
+    assert np.allclose(ch._cosine_average(grid, theta), expected)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), half=st.integers(1, 6),
+       delta=st.floats(-500, 500))
+def test_rope_logit_default_base_batched(seed: int, half: int, delta: float) -> None:
+    rng = np.random.default_rng(seed)
+    d = 2 * half
+    q, k = rng.standard_normal((3, d)), rng.standard_normal((3, d))
+    R = np.zeros((d, d))  # R_delta, interleaved, base 10000: (R_m q).(R_n k) = q.R_{n-m}k
+    for i in range(half):
+        a = -delta * 10000.0 ** (-2 * i / d)
+        R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[math.cos(a), -math.sin(a)],
+                                                [math.sin(a), math.cos(a)]]
+    expected = np.einsum("bi,ij,bj->b", q, R, k)
+    assert np.allclose(ch.rope_logit(q, k, delta), expected, atol=1e-9)
+
+
+def test_first_negative_offset_boundaries() -> None:
+    assert ch.first_negative_offset(16, max_delta=91) == 91
+    assert ch.first_negative_offset(16, max_delta=90) is None
+    assert ch.first_negative_offset(2) == 2  # cos(delta) < 0 first at delta = 2
+    grid = np.arange(1, 200)
+    values = np.cos(np.multiply.outer(grid, 100.0 ** (-np.arange(0, 8, 2) / 8))).mean(-1)
+    assert ch.first_negative_offset(8, 100.0) == int(grid[np.argmax(values < 0)])
+
+
+def test_asymptotic_series_hand_computed_and_against_scipy() -> None:
+    z = 2.0 + 3.0j
+    assert ch.asymptotic_ei(z, 1) == pytest.approx(np.exp(z) / z)
+    assert ch.asymptotic_ei(z, 3) == pytest.approx(np.exp(z) / z * (1 + 1 / z + 2 / z**2))
+    for x in (20.0, 60.0):
+        ei = -special.exp1(-1j * x)  # Ei(ix) = -E1(-ix)
+        got = ch.asymptotic_ei(1j * x, 6)
+        assert got.real == pytest.approx(ei.real, abs=1e-6)
+        assert got.imag == pytest.approx(ei.imag, abs=1e-6)
+    si, ci = special.sici(5.0)
+    tail = ch.oscillatory_tail(5.0)
+    assert tail.real == pytest.approx(-ci) and tail.imag == pytest.approx(np.pi / 2 - si)
+
+
+def test_abel_partial_sums_hand_computed() -> None:
+    theta = 10000.0 ** (-np.arange(0, 6, 2) / 6)
+    S = ch.abel_partial_sums(2.0, 6)
+    expected = np.cumsum(np.exp(2j * theta))
+    assert np.allclose(S.real, expected.real) and np.allclose(S.imag, expected.imag)
+    S2 = ch.abel_partial_sums(np.array([1.0, -1.0]), 4, 100.0)
+    assert S2[0, 1] == pytest.approx(np.exp(1j) + np.exp(0.1j))
+    assert S2[1, 0] == pytest.approx(np.exp(-1j))
+
+
+def test_first_zero_of_ci_constant() -> None:
+    from scipy.optimize import brentq
+
+    assert brentq(lambda x: special.sici(x)[1], 0.3, 1.0, xtol=1e-15) == pytest.approx(
+        CI_ZERO, abs=1e-12)
+
+
+@pytest.mark.parametrize("base", [3.0, 200.0, 10000.0])
+def test_first_zero_against_an_independent_root(base: float) -> None:
+    zero = ch.first_zero_integral(base)
+
+    def f(x):
+        return special.sici(x)[1] - special.sici(x / base)[1]
+
+    assert abs(f(zero)) < 1e-8
+    grid = np.arange(0.05, zero - 1e-6, 0.01)
+    assert np.all(f(grid) > 0)  # the first zero, not a later one
+    assert abs(zero - CI_ZERO * base) < 3.8
+
+
+def test_schedule_frequencies_hand_computed() -> None:
+    assert ch.schedule_frequencies(4, 10.0, "linear").tolist() == pytest.approx([1.0, 0.55])
+    assert ch.schedule_frequencies(4, 10.0, "harmonic").tolist() == pytest.approx(
+        [1.0, 1 / 5.5])
+    assert ch.schedule_frequencies(4, 100.0, "geometric").tolist() == pytest.approx([1.0, 0.1])
+
+
+@pytest.mark.parametrize("kind, theta", [
+    ("linear", lambda t, b: 1 - (1 - 1 / b) * t),
+    ("harmonic", lambda t, b: 1 / (1 + (b - 1) * t)),
+    ("geometric", lambda t, b: b ** (-t)),
+])
+def test_schedule_integrals_against_quad(kind, theta) -> None:
+    for base in (5.0, 1000.0):
+        for delta in (0.7, -9.0, 60.0):
+            expected = integrate.quad(lambda t: math.cos(delta * theta(t, base)), 0, 1,
+                                      limit=400, epsabs=1e-12)[0]
+            got = ch.decay_integral_schedule(delta, base, kind)
+            assert got == pytest.approx(expected, abs=1e-9)
