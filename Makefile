@@ -1,6 +1,6 @@
 # Two commands: `make book` builds the site (executing every notebook); `make test` runs every test.
 # Both create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book test setup sync student slides bench clean
+.PHONY: book test setup sync student slides bench mutate clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -38,6 +38,10 @@ student: setup
 
 bench: setup
 	$(PY) tools/bench.py
+
+# Do the unit tests catch realistic bugs? One mutant at a time in a temporary copy.
+mutate: setup
+	$(PY) tools/mutate.py --sample 20
 
 test: book
 	$(PY) -m pytest tests

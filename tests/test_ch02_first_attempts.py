@@ -458,3 +458,10 @@ def test_integer_and_normalised_positions_hand_computed() -> None:
     assert ch.integer_positions(3).tolist() == [0.0, 1.0, 2.0]
     assert ch.normalised_positions(4).tolist() == [0.0, 0.25, 0.5, 0.75]
     assert ch.broadcast_code(np.array([2.0, -1.0]), 3).tolist() == [[2.0] * 3, [-1.0] * 3]
+
+
+def test_cosine_similarity_of_unit_and_opposite_rows() -> None:
+    E = np.array([[1.0, 0.0], [0.0, 1.0], [-2.0, 0.0], [3.0, 4.0]])  # unit rows are fine
+    expected = np.array([[1, 0, -1, 0.6], [0, 1, 0, 0.8], [-1, 0, 1, -0.6], [0.6, 0.8, -0.6, 1]])
+    assert np.allclose(ch.cosine_similarity_matrix(E), expected)
+    assert np.array_equal(ch.cosine_similarity_matrix(np.eye(3)), np.eye(3))
