@@ -245,7 +245,7 @@ def _quad_cos_sin(delta: float, base: float) -> complex:
     return complex(re, im)
 
 
-@pytest.mark.parametrize("delta", [0.5, 3.0, 40.0, 250.0])
+@pytest.mark.parametrize("delta", [0.01, 0.05, 0.5, 3.0, 40.0, 250.0])
 def test_closed_form_defaults_against_sici_and_quad(delta: float) -> None:
     b = 10000.0
     ci = special.sici(delta)[1] - special.sici(delta / b)[1]
@@ -387,3 +387,14 @@ def test_schedule_integrals_against_quad(kind, theta) -> None:
                                       limit=400, epsabs=1e-12)[0]
             got = ch.decay_integral_schedule(delta, base, kind)
             assert got == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 1, 2])
+def test_power_schedules_near_zero_and_moderate_offsets(alpha) -> None:
+    for delta in (9e-5, -5e-5):  # Taylor branch: 1 - delta^2 / (2 (2 alpha + 1)) + O(delta^4)
+        expected = 1 - delta**2 / (2 * (2 * alpha + 1))
+        assert ch.decay_integral_power(delta, alpha) == pytest.approx(expected, abs=1e-15)
+    for delta in (0.01, 0.05, 2.0, -30.0):
+        expected = integrate.quad(lambda t: math.cos(delta * t**alpha), 0, 1, limit=400,
+                                  epsabs=1e-13)[0]
+        assert ch.decay_integral_power(delta, alpha) == pytest.approx(expected, abs=1e-9)
