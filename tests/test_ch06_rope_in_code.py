@@ -510,3 +510,20 @@ def test_rope_attention_layer_accepts_the_last_cached_position() -> None:
         layer(torch.zeros(2, 3, 16), torch.tensor([[0, 1, 2]]))  # one row shared by the batch
         with pytest.raises(ValueError, match="positions must lie in 0..7"):
             layer(torch.zeros(1, 3, 16), torch.tensor([[-1, 0, 1]]))
+
+
+def test_smallest_valid_layers_and_partial_widths() -> None:
+    """Boundaries of the validation: one head, and exactly two rotated coordinates."""
+    x = torch.randn(1, 3, 8, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        one_head = ch.RopeSelfAttention(d_model=8, n_heads=1)
+        assert one_head(x).shape == (1, 3, 8) and one_head.head_dim == 8
+        two_rotated = ch.RopeSelfAttention(d_model=8, n_heads=2, partial_rotary_factor=0.5)
+        assert two_rotated.rotary_dim == 2 and two_rotated(x).shape == (1, 3, 8)
+    x4 = torch.randn(1, 1, 2, 8, generator=torch.Generator().manual_seed(3))
+    positions = torch.tensor([[3, 4]])
+    partial = ch.apply_rope_partial(x4, positions, 10000.0, 0.25)  # rotates 2 of 8
+    assert torch.equal(partial, ch.transformers_neox_rope(x4, positions, 10000.0, 0.25))
+    assert torch.equal(partial[..., 2:], x4[..., 2:])
+    with pytest.raises(ValueError, match="positive multiple"):
+        ch.RopeSelfAttention(d_model=8, n_heads=0)
