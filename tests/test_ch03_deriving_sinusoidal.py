@@ -500,3 +500,9 @@ def test_shift_isometry_recovers_a_known_non_symmetric_rotation():
     assert np.allclose(ch.shift_isometry(P[:4]), O, atol=1e-9)  # 3 pairs, rank 3: enough
     with pytest.raises(ValueError, match="span"):
         ch.shift_isometry(P[:3])
+
+
+@pytest.mark.parametrize("base", [0.0, -2.0, float("inf"), float("nan")])
+def test_sinusoidal_from_exponents_rejects_bad_base(base):
+    with pytest.raises(ValueError, match="base must be a finite positive number"):
+        ch.sinusoidal_from_exponents(4, np.array([0.0, 0.5]), base)
