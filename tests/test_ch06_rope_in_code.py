@@ -527,3 +527,14 @@ def test_smallest_valid_layers_and_partial_widths() -> None:
     assert torch.equal(partial[..., 2:], x4[..., 2:])
     with pytest.raises(ValueError, match="positive multiple"):
         ch.RopeSelfAttention(d_model=8, n_heads=0)
+
+
+@pytest.mark.parametrize("rope", [ch.apply_rope_dense, ch.apply_rope_interleaved,
+                                  ch.apply_rope_complex, ch.apply_rope_halves])
+def test_zero_head_dim_is_rejected_and_an_empty_batch_is_not(rope) -> None:
+    with pytest.raises(ValueError, match="head_dim .* must be even and positive"):
+        rope(torch.zeros(1, 2, 3, 0), POS)
+    if rope is ch.apply_rope_dense:
+        return  # reported: np.stack of no matrices raises "need at least one array to stack"
+    empty = rope(torch.zeros(0, 2, 3, 8), torch.zeros(1, 3, dtype=torch.long))
+    assert empty.shape == (0, 2, 3, 8)
