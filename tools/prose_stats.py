@@ -102,7 +102,8 @@ def chapter_stats(path: Path) -> dict[str, int]:
 
 def main(argv: list[str]) -> None:
     """Print the table for the given notebooks (default: chapters 01–07)."""
-    paths = [Path(a) for a in argv] or sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb"))
+    default = sorted((ROOT / "notebooks").glob("0[1-7]_*.ipynb"))
+    paths = [Path(a) for a in argv] or default
     total = dict.fromkeys(KEYS, 0)
     print(f"{'chapter':30s}" + "".join(f"{k:>12s}" for k in KEYS))
     for path in paths:
