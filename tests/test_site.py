@@ -73,6 +73,8 @@ DOM_PROBE = """() => {
                      + '.cell_output .traceback').length,
     output_text: q('.cell_output').map(o => o.innerText).join('\\n'),
     links: q('a[href]').map(a => a.href),
+    icons_drawn: q('svg.svg-inline--fa').length,
+    icons_missing: q('i[class*="fa-"]').map(i => i.className),
   };
 }"""
 
@@ -301,13 +303,22 @@ MAX_CHAPTER_BYTES = 2_000_000  # a chapter page, plotly.js included
 def test_page_weights(reports) -> None:
     """Report every page's weight (_build/page-weights.json) and hold the budgets."""
     rows = sorted(pages_of(reports), key=lambda r: r.path)
-    table = {r.path: {"sent": r.sent, "raw": r.raw, "requests": len(r.weight),
-                      "plotly": bool(r.dom["plotly_divs"])} for r in rows}
+    table = {
+        r.path: {
+            "sent": r.sent,
+            "raw": r.raw,
+            "requests": len(r.weight),
+            "plotly": bool(r.dom["plotly_divs"]),
+        }
+        for r in rows
+    }
     (BUILD / "page-weights.json").write_text(json.dumps(table, indent=1))
     print(f"\n{'page':<44} {'sent (gzip)':>12} {'raw':>10} {'requests':>9}")
     for r in rows:
-        print(f"{r.path:<44} {r.sent / 1e6:9.2f} MB {r.raw / 1e6:7.2f} MB "
-              f"{len(r.weight):9d}")
+        print(
+            f"{r.path:<44} {r.sent / 1e6:9.2f} MB {r.raw / 1e6:7.2f} MB "
+            f"{len(r.weight):9d}"
+        )
     too_heavy = []
     for r in rows:
         chapter = r.path.startswith("notebooks/")
@@ -317,9 +328,25 @@ def test_page_weights(reports) -> None:
         if r.sent > budget:
             biggest = sorted(r.weight.items(), key=lambda kv: -kv[1][1])[:4]
             largest = [(u.split("/")[-1], s) for u, (_, s) in biggest]
-            too_heavy.append(f"{r.path}: {r.sent / 1e6:.2f} MB > {budget / 1e6:.1f} MB;"
-                             f" largest: {largest}")
+            too_heavy.append(
+                f"{r.path}: {r.sent / 1e6:.2f} MB > {budget / 1e6:.1f} MB;"
+                f" largest: {largest}"
+            )
     assert not too_heavy, "pages over budget:\n" + "\n".join(too_heavy)
+
+
+def test_every_icon_is_drawn(reports) -> None:
+    """Font Awesome is cut down to the icons the site uses (tools/sphinx_ext): each icon
+    must still be replaced by its SVG."""
+    assert any(r.dom["icons_drawn"] for r in pages_of(reports)), (
+        "no icon drawn anywhere"
+    )
+    missing = {
+        r.path: r.dom["icons_missing"]
+        for r in pages_of(reports)
+        if r.dom["icons_missing"]
+    }
+    assert not missing, f"icons not drawn (missing from the subset?): {missing}"
 
 
 def test_plotly_loads_only_where_a_figure_is(reports) -> None:
@@ -327,7 +354,8 @@ def test_plotly_loads_only_where_a_figure_is(reports) -> None:
         loads = any(url.endswith("/plotly.min.js") for url in r.weight)
         assert loads == bool(r.dom["plotly_divs"]), (
             f"{r.path}: plotly.js {'loaded' if loads else 'missing'} with "
-            f"{r.dom['plotly_divs']} plotly figures")
+            f"{r.dom['plotly_divs']} plotly figures"
+        )
 
 
 def test_figures_use_only_traces_the_vendored_plotly_draws() -> None:
@@ -344,5 +372,7 @@ def test_figures_use_only_traces_the_vendored_plotly_draws() -> None:
                     used.setdefault(trace.get("type", "scatter"), set()).add(path.stem)
     assert used, "no plotly figure in the executed notebooks: the probe is broken"
     missing = {t: sorted(p) for t, p in used.items() if t not in PLOTLY_TRACES}
-    assert not missing, (f"trace types the vendored plotly.js cannot draw: {missing}; "
-                         "vendor a bigger bundle in tools/vendor_assets.py")
+    assert not missing, (
+        f"trace types the vendored plotly.js cannot draw: {missing}; "
+        "vendor a bigger bundle in tools/vendor_assets.py"
+    )

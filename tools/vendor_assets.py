@@ -9,8 +9,9 @@ the internet.
   version as the pinned `plotly` package ships; 0.5 MB gzip instead of 1.5 MB). It draws
   the trace types in `PLOTLY_TRACES`; tests/test_site.py checks that every figure of the
   book uses only those. The tarball is fetched once from the npm registry (checked
-  against a pinned sha256) and cached in .venv/; without network, the full bundle from
-  the `plotly` package is used instead (heavier pages; the page-weight test then fails).
+  against a pinned sha256) and cached in ~/.cache/pe-book/; without network, the full
+  bundle from the `plotly` package is used instead (heavier pages: the page-weight test
+  then fails).
 
 Sphinx copies book/vendor/ into _build/html/_static/ (see `html_static_path` in
 _config.yml).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 import shutil
 import sys
@@ -53,7 +55,7 @@ PLOTLY_TRACES = {
     "scatterternary",
     "violin",
 }
-CACHE = ROOT / ".venv" / "vendor-cache"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pe-book"
 MATHJAX_PARTS = [
     "tex-mml-chtml.js",
     "input",
