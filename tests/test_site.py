@@ -119,7 +119,7 @@ def reports(site: Path) -> dict[str, PageReport]:
             context = chromium.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()
             responses = []
-            page.on("response", responses.append)
+            page.on("response", lambda s: responses.append(s))
 
             def route(route, report=report):
                 url = route.request.url

@@ -6,6 +6,13 @@ the build has finished, this rewrites that file in the output with every icon ma
 down to the icons named in the site's HTML and the theme's scripts (``fa-NAME``
 classes, aliases included). The code of the file is left as it is.
 
+The theme's CSS also loads Font Awesome's webfonts (0.27 MB for solid and brands) for
+icons drawn by CSS (admonition titles, external links, breadcrumbs) and for the ``<i>``
+icons before the script replaces them. This writes subsets of the fonts, holding only
+those glyphs, as WOFF (fontTools, with matplotlib; zlib, no brotli needed) and a style
+sheet ``fontawesome-subset.css``, linked after the theme's, whose ``@font-face`` rules
+take precedence over the theme's (the last rule for a face wins).
+
 tests/test_site.py checks in Chromium that every icon on every page was drawn.
 """
 
@@ -15,6 +22,15 @@ import re
 from pathlib import Path
 
 SCRIPT = Path("_static") / "scripts" / "fontawesome.js"
+WEBFONTS = Path("_static") / "vendor" / "fontawesome" / "webfonts"
+SUBSET_CSS = "fontawesome-subset.css"
+FACES = [  # (font-family, font-weight, the theme's font file)
+    ("Font Awesome 6 Free", 900, "fa-solid-900"),
+    ("Font Awesome 6 Free", 400, "fa-regular-400"),
+    ("Font Awesome 6 Brands", 400, "fa-brands-400"),
+]
+THEME_CSS = "pydata-sphinx-theme.css"  # holds all of Font Awesome's CSS: codes not used
+ESCAPE = re.compile(r"\\([ef][0-9a-fA-F]{3})")
 ICON_MAP = re.compile(r'var [A-Za-z_$][\w$]*=\{(?=(?:"[^"]+"|[\w$]+):\[\d+,\d+,\[)')
 ENTRY_KEY = re.compile(r'(?:"([^"]+)"|([\w$]+)):\[')
 FA_NAME = re.compile(r"\bfa-([a-z0-9][a-z0-9-]*)")
@@ -78,6 +94,56 @@ def subset(script: str, keep: set[str]) -> tuple[str, int, int]:
     return "".join(out), kept, total
 
 
+def unicode_of(script: str, keep: set[str]) -> set[str]:
+    """The private-use characters of the icons named in ``keep`` (from the maps)."""
+    chars = set()
+    for match in ICON_MAP.finditer(script):
+        body = script[match.end() : script.index("}", match.end())]
+        for name, text in split_entries(body):
+            if name in keep:
+                code = re.match(r'[^\[]*\[\d+,\d+,\[[^\]]*\],"([0-9a-f]+)"', text)
+                if code:
+                    chars.add(chr(int(code.group(1), 16)))
+    return chars
+
+
+def css_icon_chars(static: Path) -> set[str]:
+    """Icon characters the style sheets draw (private-use code points, literal or
+    escaped), leaving out Font Awesome's own per-icon rules in the theme's CSS."""
+    chars = set()
+    for path in static.rglob("*.css"):
+        text = path.read_text(errors="replace")
+        chars.update(c for c in text if 0xE000 <= ord(c) <= 0xF8FF)
+        if path.name != THEME_CSS:
+            chars.update(chr(int(h, 16)) for h in ESCAPE.findall(text))
+    return chars
+
+
+def subset_fonts(outdir: Path, chars: set[str]) -> None:
+    """Write WOFF subsets of the theme's webfonts and the CSS that uses them."""
+    from fontTools import subset as ft_subset
+
+    rules = []
+    for family, weight, stem in FACES:
+        source = outdir / WEBFONTS / f"{stem}.ttf"
+        if not source.is_file():
+            continue
+        options = ft_subset.Options()
+        options.flavor = "woff"
+        font = ft_subset.load_font(str(source), options)
+        subsetter = ft_subset.Subsetter(options)
+        subsetter.populate(unicodes=[ord(c) for c in chars])
+        subsetter.subset(font)
+        target = outdir / WEBFONTS / f"{stem}-subset.woff"
+        ft_subset.save_font(font, str(target), options)
+        url = f"vendor/fontawesome/webfonts/{stem}-subset.woff"
+        rules.append(
+            f'@font-face{{font-display:block;font-family:"{family}";font-style:normal;'
+            f'font-weight:{weight};src:url({url}) format("woff")}}'
+        )
+    (outdir / "_static" / SUBSET_CSS).write_text("\n".join(rules) + "\n")
+
+
 def shrink_fontawesome(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
@@ -88,7 +154,10 @@ def shrink_fontawesome(app, exception) -> None:
     script = target.read_text()
     if "/* icons subset" in script[:200]:
         return
-    smaller, kept, total = subset(script, used_icon_names(outdir))
+    names = used_icon_names(outdir)
+    chars = css_icon_chars(outdir / "_static") | unicode_of(script, names)
+    subset_fonts(outdir, chars)
+    smaller, kept, total = subset(script, names)
     if kept == 0 or total < 100:
         raise ValueError(f"{target}: no icon maps recognised; update {__file__}")
     target.write_text(
@@ -97,5 +166,6 @@ def shrink_fontawesome(app, exception) -> None:
 
 
 def setup(app):
+    app.add_css_file(SUBSET_CSS, priority=900)  # after the theme's style sheets
     app.connect("build-finished", shrink_fontawesome)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
