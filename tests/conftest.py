@@ -12,6 +12,11 @@ import pytest
 
 from paths import BUILD, EXECUTED, ROOT, SITE  # noqa: F401 - re-exported to the tests
 
+# Timing is not what the property tests check: on a loaded 2-core machine hypothesis's
+# default 200 ms deadline per example fails at random.
+settings.register_profile("book", deadline=None)
+settings.load_profile("book")
+
 BUILD_FIXTURES = {"site", "executed_notebook", "slides"}
 
 

@@ -351,7 +351,7 @@ def test_every_icon_is_drawn(reports) -> None:
 
 def test_plotly_loads_only_where_a_figure_is(reports) -> None:
     for r in pages_of(reports):
-        loads = any(url.endswith("/plotly.min.js") for url in r.weight)
+        loads = any(urlparse(u).path.endswith("/plotly.min.js") for u in r.weight)
         assert loads == bool(r.dom["plotly_divs"]), (
             f"{r.path}: plotly.js {'loaded' if loads else 'missing'} with "
             f"{r.dom['plotly_divs']} plotly figures"
