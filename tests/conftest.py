@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from paths import BUILD, EXECUTED, ROOT, SITE  # noqa: F401 - re-exported to the tests
 
