@@ -26,6 +26,7 @@ from nbtools import notebook_paths, read
 from paths import BUILD, EXECUTED_NOTEBOOKS, ROOT
 from run_notebook import execute_standalone
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours, should the log have any
 EXECUTED_LINE = re.compile(
     r"notebooks/(\d\d_\w+)\.ipynb: Executed notebook in ([\d.]+) s"
 )
@@ -45,7 +46,7 @@ def fresh_make_test() -> tuple[float, dict[str, float], int]:
     times: dict[str, float] = {}
     for line in proc.stdout:
         sys.stdout.write(line)
-        match = EXECUTED_LINE.search(line)
+        match = EXECUTED_LINE.search(ANSI.sub("", line))
         if match:
             times[match.group(1)] = float(match.group(2))
     status = proc.wait()
