@@ -204,7 +204,9 @@ def test_axis_allocations_equal_transformers():
     from types import SimpleNamespace
 
     from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding
-    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextRotaryEmbedding
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import (
+        Qwen3VLTextRotaryEmbedding,
+    )
     marked = torch.arange(3.0)[:, None, None, None].expand(3, 1, 1, 64).clone()
     for cls, sections, layout in [(Qwen2VLRotaryEmbedding, [16, 24, 24], "sections"),
                                   (Qwen3VLTextRotaryEmbedding, [24, 20, 20], "interleaved")]:

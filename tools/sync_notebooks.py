@@ -45,7 +45,7 @@ SETUP_COLAB = (
 )
 SETUP_TAIL = "np.random.seed(0)\ntorch.manual_seed(0)\n%matplotlib inline"
 COPY_HEADER = (
-    "# Copied from Chapter {chapter} (name:{name}); edit it there and run make sync.\n"
+    "# Copied from Chapter {chapter} (name:{name}): edit there; make sync.\n"
 )
 
 BADGE_SVG = (
