@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +9,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
 from nbload import chapter  # noqa: E402
 
 ch = chapter("04_sinusoidal_in_code")
@@ -480,3 +477,75 @@ def test_check_encoding_basics_rejects_wrong_tables():
         ch.check_encoding_basics(good[:, ::-1])  # cos before sin
     with pytest.raises(AssertionError, match="length"):
         ch.check_encoding_basics(np.vstack([good[:1], 1.01 * good[1:]]))
+def test_tutorial_loop_rejects_bad_input():
+    assert ch.sinusoidal_tutorial_loop(0, 8).shape == (0, 8)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        ch.sinusoidal_tutorial_loop(-1, 8)
+    with pytest.raises(ValueError, match="positive even integer"):
+        ch.sinusoidal_tutorial_loop(4, 7)
+    with pytest.raises(ValueError, match="base must be"):
+        ch.sinusoidal_tutorial_loop(4, 8, 0.0)
+
+
+# moved from Chapter 3 with the section "Three bugs that look like the formula"
+def test_exponent_rules():
+    d = 16
+    T = 40
+    tables = {r: ch.sinusoidal_from_exponents(T, ch.exponent_rule(r, d))
+              for r in ("correct", "column index", "doubled index", "missing factor 2")}
+    assert np.allclose(tables["correct"], ch.sinusoidal_encoding(T, d))
+    assert np.allclose(tables["doubled index"], ch.sinusoidal_tutorial_loop(T, d))
+    assert np.allclose(tables["missing factor 2"], ch.sinusoidal_encoding(T, d, 100.0))
+    for r in ("column index", "doubled index"):
+        assert ch.diagonal_spread(tables[r] @ tables[r].T) > 1.0
+    with pytest.raises(ValueError, match="unknown rule"):
+        ch.exponent_rule("typo", d)
+    with pytest.raises(ValueError, match="even length"):
+        ch.sinusoidal_from_exponents(4, np.zeros(3))
+    with pytest.raises(ValueError, match="finite"):
+        ch.sinusoidal_from_exponents(4, np.array([0.0, np.nan]))
+
+
+# --- The moved 'three bugs' helpers: hand-computed rules, arbitrary exponents --------------
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), T=st.integers(1, 30), half=st.integers(1, 6),
+       base=bases)
+def test_sinusoidal_from_arbitrary_exponents(seed, T, half, base):
+    e = np.random.default_rng(seed).uniform(0, 1.5, 2 * half)
+    P = ch.sinusoidal_from_exponents(T, e, base)
+    m = np.arange(T)
+    for j in range(2 * half):
+        wave = np.sin if j % 2 == 0 else np.cos
+        assert np.allclose(P[:, j], wave(m * base ** (-e[j])))
+
+
+def test_exponent_rules_hand_computed():
+    assert ch.exponent_rule("correct", 4).tolist() == [0.0, 0.0, 0.5, 0.5]
+    assert ch.exponent_rule("column index", 4).tolist() == [0.0, 0.25, 0.5, 0.75]
+    assert ch.exponent_rule("doubled index", 4).tolist() == [0.0, 0.5, 1.0, 1.5]
+    assert ch.exponent_rule("missing factor 2", 4).tolist() == [0.0, 0.0, 0.25, 0.25]
+    with pytest.raises(ValueError, match="positive even integer"):
+        ch.exponent_rule("correct", 5)
+
+
+@pytest.mark.parametrize("base", [10000.0, 30.0])
+def test_tutorial_loop_reproduces_the_circulating_bug(base):
+    T, d = 20, 6
+    P = ch.sinusoidal_tutorial_loop(T, d, base) if base != 10000.0 else (
+        ch.sinusoidal_tutorial_loop(T, d))
+    for pos in range(T):
+        for i in range(0, d, 2):  # the bug: exponent 2i/d with i the column, not the pair
+            assert P[pos, i] == pytest.approx(np.sin(pos / base ** (2 * i / d)))
+            assert P[pos, i + 1] == pytest.approx(np.cos(pos / base ** (2 * (i + 1) / d)))
+
+@pytest.mark.parametrize("base", [0.0, -2.0, float("inf"), float("nan")])
+def test_sinusoidal_from_exponents_rejects_bad_base(base):
+    with pytest.raises(ValueError, match="base must be a finite positive number"):
+        ch.sinusoidal_from_exponents(4, np.array([0.0, 0.5]), base)
+
+
+def test_exponents_default_base_is_10000():
+    T, d = 20, 8
+    e = 2 * (np.arange(d) // 2) / d
+    assert np.allclose(ch.sinusoidal_from_exponents(T, e), _reference_pe(np.arange(T), d))

@@ -1,4 +1,5 @@
 """The mutation tool plants the change it reports, and only that change."""
+
 from __future__ import annotations
 
 import ast
@@ -38,7 +39,16 @@ def collect(source: str, include_checks: bool = False):
 def test_every_kind_is_generated_and_skips_hold() -> None:
     found = collect(SOURCE)
     kinds = {kind for _, kind, _, _ in found}
-    assert {"guard", "default", "op", "factor", "swap", "layout", "const", "cmp"} <= kinds
+    assert {
+        "guard",
+        "default",
+        "op",
+        "factor",
+        "swap",
+        "layout",
+        "const",
+        "cmp",
+    } <= kinds
     whats = {what for _, _, what, _ in found}
     assert ".cos → .sin" in whats and ".real → .imag" in whats
     assert "[0::2] → [1::2]" in whats and "[:3] → [3:]" in whats
@@ -54,8 +64,13 @@ def test_apply_splices_one_change_that_still_compiles() -> None:
     lines = SOURCE.splitlines(keepends=True)
     for node, kind, what, text in collect(SOURCE):
         start = (node.lineno, mutate._char_col(lines, node.lineno, node.col_offset))
-        end = (node.end_lineno, mutate._char_col(lines, node.end_lineno, node.end_col_offset))
-        mutant = mutate.Mutant("t:0", "x", 0, node.lineno, "f", kind, what, start, end, text)
+        end = (
+            node.end_lineno,
+            mutate._char_col(lines, node.end_lineno, node.end_col_offset),
+        )
+        mutant = mutate.Mutant(
+            "t:0", "x", 0, node.lineno, "f", kind, what, start, end, text
+        )
         changed = mutate.apply(SOURCE, mutant)
         assert changed != SOURCE
         compile(changed, "mutant", "exec")
@@ -66,8 +81,10 @@ def test_apply_splices_one_change_that_still_compiles() -> None:
 
 
 def test_exercise_checks_are_recognised_by_calling_their_argument() -> None:
-    tree = ast.parse(SOURCE + "\n\ndef check_rope_inputs(x, base):\n    if base <= 0:\n"
-                     "        raise ValueError('base')\n")
+    tree = ast.parse(
+        SOURCE + "\n\ndef check_rope_inputs(x, base):\n    if base <= 0:\n"
+        "        raise ValueError('base')\n"
+    )
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert mutate.is_exercise_check(functions["check_answer"])
     assert not mutate.is_exercise_check(functions["check_rope_inputs"])

@@ -3,39 +3,44 @@
 The functions a chapter exports live in its notebook's ``export`` cells, which no
 off-the-shelf mutation tool reads. This tool plants one realistic bug at a time in those
 cells, in a temporary copy of the repository (never in the working notebooks), runs that
-chapter's unit tests (``pytest -x -q tests/test_chNN_*.py``, with a time limit) and counts
-the mutant as *killed* when a test fails.
+chapter's unit tests (``pytest -x -q tests/test_chNN_*.py``, with a time limit) and
+counts the mutant as *killed* when a test fails.
 
-Mutants are generated from the AST of every ``export`` cell, sorted by position, shuffled with
-a fixed seed and sampled (``--sample`` per chapter), so the set is reproducible and not
-hand-picked. Kinds of mutation (the label printed for each mutant):
+Mutants are generated from the AST of every ``export`` cell, sorted by position,
+shuffled with a fixed seed and sampled (``--sample`` per chapter), so the set is
+reproducible and not hand-picked. Kinds of mutation (the label printed for each mutant):
 
 - ``op``: flipped operator ``+ ↔ -``, ``* ↔ /``, ``// → /``; augmented assignments too.
 - ``sign``: unary minus removed (``-x → x``).
-- ``factor``: a constant factor dropped (``2 * i → i``: the ``i/d`` vs ``2i/d`` mistake).
+- ``factor``: a constant factor dropped (``2 * i → i``: the ``i/d`` vs ``2i/d``
+  mistake).
 - ``const``: numeric constant changed (``k → k + 1``; floats doubled; a small tolerance
   ``≤ 1e-3`` loosened ×1000); ``default`` is the same in a default argument.
 - ``bool``: ``True ↔ False``; ``and ↔ or``.
 - ``cmp``: comparison changed (``< ↔ <=``, ``> ↔ >=``, ``== ↔ !=``, ``is ↔ is not``).
-- ``swap``: function swapped (``cos ↔ sin``, ``real ↔ imag``, ``min ↔ max``,
-  ``argmin ↔ argmax``, ``floor ↔ ceil``); ``conj`` dropped.
-- ``layout``: two positional arguments swapped, the two parts of a ``stack``/``cat`` swapped,
-  a slice swapped (``0::2 ↔ 1::2``, ``[:h] ↔ [h:]``).
+- ``swap``: function swapped (``cos ↔ sin``, ``real ↔ imag``, ``min ↔ max``, ``argmin ↔
+  argmax``, ``floor ↔ ceil``); ``conj`` dropped.
+- ``layout``: two positional arguments swapped, the two parts of a ``stack``/``cat``
+  swapped, a slice swapped (``0::2 ↔ 1::2``, ``[:h] ↔ [h:]``).
 - ``range``: off-by-one in the stop of ``range``/``arange`` (``stop → stop - 1``).
-- ``guard``: a validation branch disabled (an ``if`` whose body raises becomes ``pass``).
+- ``guard``: a validation branch disabled (an ``if`` whose body raises becomes
+  ``pass``).
 
 Documented skip rules (mutants not generated, so they never count either way):
 
-1. Exercise check functions (``check_*`` functions that call their argument, the reader's
-   candidate) and private helpers that only they call (such as ``_report``): the course's own tests exercise them (``tests/test_exercise_checks.py``);
+1. Exercise check functions (``check_*`` functions that call their argument, the
+   reader's candidate) and private helpers that only they call (such as ``_report``):
+   the course's own tests exercise them (``tests/test_exercise_checks.py``);
    ``--include-checks`` adds them.
 2. Plotting and interactive helpers (function names containing ``plot``, ``figure``,
    ``explorer`` or ``html``): their output is a picture; the book build checks they run.
-3. Cells tagged ``copy:X``: sync regenerates them from the defining cell, which is mutated.
-4. Code inside ``raise`` statements, f-strings, annotations, docstrings, and cosmetic keyword
-   arguments (``stacklevel``, ``figsize``, ``color``, …): changing it changes no result.
-5. Swapping the arguments of symmetric functions (``allclose``, ``maximum``, ``hypot``, …):
-   equivalent by construction.
+3. Cells tagged ``copy:X``: sync regenerates them from the defining cell, which is
+   mutated.
+4. Code inside ``raise`` statements, f-strings, annotations, docstrings, and cosmetic
+   keyword arguments (``stacklevel``, ``figsize``, ``color``, …): changing it changes no
+   result.
+5. Swapping the arguments of symmetric functions (``allclose``, ``maximum``, ``hypot``,
+   …): equivalent by construction.
 
 Usage::
 
@@ -44,6 +49,7 @@ Usage::
     python tools/mutate.py 04 --list       # list the sampled mutants, run nothing
     python tools/mutate.py 04 --only 04:17 --diff   # one mutant, show its change
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,37 +74,105 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from nbtools import NOTEBOOKS, tags
+from nbtools import NOTEBOOKS, tags  # noqa: E402
 
 SKIP_FUNCTION = re.compile(r"plot|figure|explorer|html")
 COSMETIC_KEYWORDS = {
-    "stacklevel", "figsize", "dpi", "color", "colors", "alpha", "linewidth", "lw",
-    "fontsize", "title", "label", "width", "height", "marker", "markersize", "s", "ncols",
-    "nrows", "cmap", "zorder", "ls", "linestyle", "bins", "pad", "size",
+    "stacklevel",
+    "figsize",
+    "dpi",
+    "color",
+    "colors",
+    "alpha",
+    "linewidth",
+    "lw",
+    "fontsize",
+    "title",
+    "label",
+    "width",
+    "height",
+    "marker",
+    "markersize",
+    "s",
+    "ncols",
+    "nrows",
+    "cmap",
+    "zorder",
+    "ls",
+    "linestyle",
+    "bins",
+    "pad",
+    "size",
 }
 SYMMETRIC = {
-    "allclose", "isclose", "array_equal", "maximum", "minimum", "max", "min", "hypot",
-    "add", "multiply", "isinstance", "assert_allclose", "gcd", "fmax", "fmin",
+    "allclose",
+    "isclose",
+    "array_equal",
+    "maximum",
+    "minimum",
+    "max",
+    "min",
+    "hypot",
+    "add",
+    "multiply",
+    "isinstance",
+    "assert_allclose",
+    "gcd",
+    "fmax",
+    "fmin",
 }
 NAME_SWAPS = {
-    "cos": "sin", "sin": "cos", "real": "imag", "imag": "real", "min": "max", "max": "min",
-    "argmin": "argmax", "argmax": "argmin", "floor": "ceil", "ceil": "floor",
-    "minimum": "maximum", "maximum": "minimum", "amin": "amax", "amax": "amin",
+    "cos": "sin",
+    "sin": "cos",
+    "real": "imag",
+    "imag": "real",
+    "min": "max",
+    "max": "min",
+    "argmin": "argmax",
+    "argmax": "argmin",
+    "floor": "ceil",
+    "ceil": "floor",
+    "minimum": "maximum",
+    "maximum": "minimum",
+    "amin": "amax",
+    "amax": "amin",
 }
 STACKERS = {"stack", "cat", "concatenate", "hstack", "vstack", "column_stack", "dstack"}
 BINOP_SWAPS = {
-    ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
     ast.FloorDiv: ast.Div,
 }
 CMP_SWAPS = {
-    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
     ast.NotIn: ast.In,
 }
 SYMBOL = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
 }
 
 
@@ -139,7 +213,9 @@ class _Collector(ast.NodeVisitor):
         self.include_checks = include_checks
         self.check_helpers = check_helpers
         self.function = "<module>"
-        self.found: list[tuple[ast.AST, str, str, str]] = []  # node, kind, what, new source
+        self.found: list[
+            tuple[ast.AST, str, str, str]
+        ] = []  # node, kind, what, new source
         self.defaults: set[int] = set()
 
     def add(self, node: ast.AST, kind: str, what: str, new: ast.AST | str) -> None:
@@ -151,19 +227,27 @@ class _Collector(ast.NodeVisitor):
     # ---- structure: what to skip ----
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         name = node.name
-        if not self.include_checks and self.function == "<module>" and (
-                is_exercise_check(node) or name in self.check_helpers):
+        if (
+            not self.include_checks
+            and self.function == "<module>"
+            and (is_exercise_check(node) or name in self.check_helpers)
+        ):
             return
         if SKIP_FUNCTION.search(name):
             return
-        outer, self.function = self.function, (
-            name if self.function == "<module>" else f"{self.function}.{name}"
+        outer, self.function = (
+            self.function,
+            (name if self.function == "<module>" else f"{self.function}.{name}"),
         )
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
             self.defaults.update(id(n) for n in ast.walk(default))
             self.visit(default)
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
             body = body[1:]  # docstring
         for statement in body:
             self.visit(statement)
@@ -174,7 +258,11 @@ class _Collector(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         outer, self.function = self.function, node.name
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
             body = body[1:]
         for statement in body:
             self.visit(statement)
@@ -203,7 +291,9 @@ class _Collector(ast.NodeVisitor):
     # ---- mutations ----
     def visit_If(self, node: ast.If) -> None:
         if not node.orelse and any(isinstance(s, ast.Raise) for s in node.body):
-            self.add(node, "guard", f"`if {ast.unparse(node.test)}: raise` disabled", "pass")
+            self.add(
+                node, "guard", f"`if {ast.unparse(node.test)}: raise` disabled", "pass"
+            )
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -214,10 +304,12 @@ class _Collector(ast.NodeVisitor):
             self.add(node, "op", f"{SYMBOL[type(node.op)]} → {SYMBOL[new_op]}", mutated)
         if isinstance(node.op, ast.Mult):
             for const, other in ((node.left, node.right), (node.right, node.left)):
-                if (isinstance(const, ast.Constant)
-                        and isinstance(const.value, (int, float))
-                        and not isinstance(const.value, bool)
-                        and const.value not in (0, 1, -1)):
+                if (
+                    isinstance(const, ast.Constant)
+                    and isinstance(const.value, (int, float))
+                    and not isinstance(const.value, bool)
+                    and const.value not in (0, 1, -1)
+                ):
                     self.add(node, "factor", f"factor {const.value} dropped", other)
         self.generic_visit(node)
 
@@ -235,7 +327,9 @@ class _Collector(ast.NodeVisitor):
             if isinstance(node.operand, ast.Constant):
                 pass  # -1 as a literal: handled as a constant
             else:
-                self.add(node, "sign", f"-{ast.unparse(node.operand)} → +", node.operand)
+                self.add(
+                    node, "sign", f"-{ast.unparse(node.operand)} → +", node.operand
+                )
         elif isinstance(node.op, ast.Not):
             self.add(node, "bool", "`not` dropped", node.operand)
         if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
@@ -249,8 +343,12 @@ class _Collector(ast.NodeVisitor):
     def _constant(self, node: ast.AST, value: object) -> None:
         kind = "default" if id(node) in self.defaults else "const"
         if isinstance(value, bool):
-            self.add(node, "bool" if kind == "const" else kind, f"{value} → {not value}",
-                     ast.Constant(not value))
+            self.add(
+                node,
+                "bool" if kind == "const" else kind,
+                f"{value} → {not value}",
+                ast.Constant(not value),
+            )
         elif isinstance(value, int):
             self.add(node, kind, f"{value} → {value + 1}", ast.Constant(value + 1))
         elif isinstance(value, float):
@@ -320,21 +418,33 @@ class _Collector(ast.NodeVisitor):
             stop = mutated.args[stop_index]
             mutated.args[stop_index] = ast.BinOp(stop, ast.Sub(), ast.Constant(1))
             self.add(node, "range", f"{name} stop → stop - 1", mutated)
-        if name in STACKERS and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+        if (
+            name in STACKERS
+            and node.args
+            and isinstance(node.args[0], (ast.List, ast.Tuple))
+        ):
             elts = node.args[0].elts
             if len(elts) == 2 and ast.dump(elts[0]) != ast.dump(elts[1]):
                 mutated = copy.deepcopy(node)
                 mutated.args[0].elts.reverse()
                 self.add(node, "layout", f"parts of {name} swapped", mutated)
         positional = [a for a in node.args if not isinstance(a, ast.Starred)]
-        if (name not in SYMMETRIC and name not in STACKERS and len(positional) >= 2
-                and len(positional) == len(node.args)
-                and not any(isinstance(a, ast.Constant) for a in positional[:2])
-                and ast.dump(positional[0]) != ast.dump(positional[1])):
+        if (
+            name not in SYMMETRIC
+            and name not in STACKERS
+            and len(positional) >= 2
+            and len(positional) == len(node.args)
+            and not any(isinstance(a, ast.Constant) for a in positional[:2])
+            and ast.dump(positional[0]) != ast.dump(positional[1])
+        ):
             mutated = copy.deepcopy(node)
             mutated.args[0], mutated.args[1] = mutated.args[1], mutated.args[0]
-            self.add(node, "layout", f"arguments 1 and 2 of {name or 'call'} swapped",
-                     mutated)
+            self.add(
+                node,
+                "layout",
+                f"arguments 1 and 2 of {name or 'call'} swapped",
+                mutated,
+            )
         self.generic_visit(node)
 
 
@@ -353,19 +463,24 @@ def resolve_chapter(token: str) -> str:
     for stem in chapter_stems():
         if stem.startswith(prefix + "_"):
             return stem
-    raise SystemExit(f"no chapter with tests matches {token!r}; choose from {chapter_stems()}")
+    raise SystemExit(
+        f"no chapter with tests matches {token!r}; choose from {chapter_stems()}"
+    )
 
 
 def is_exercise_check(node: ast.AST) -> bool:
-    """An exercise check: a ``check_*`` function that calls one of its own arguments (the
-    reader's candidate). Validation helpers such as ``check_rope_inputs`` call none."""
+    """An exercise check: a ``check_*`` function that calls one of its own arguments
+    (the candidate). Validation helpers such as ``check_rope_inputs`` call none.
+    """
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     if not node.name.startswith("check_"):
         return False
     params = {a.arg for a in node.args.args + node.args.kwonlyargs}
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-               and n.func.id in params for n in ast.walk(node))
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params
+        for n in ast.walk(node)
+    )
 
 
 def check_helpers(sources: list[str]) -> set[str]:
@@ -388,15 +503,17 @@ def check_helpers(sources: list[str]) -> set[str]:
                     if isinstance(inner, ast.Name):
                         users.setdefault(inner.id, set()).add("<module>")
     helpers = {n for n in defined if n.startswith("_")}
-    checks = {n.name for source in sources for n in _top_level(source)
-              if is_exercise_check(n)}
+    checks = {
+        n.name for source in sources for n in _top_level(source) if is_exercise_check(n)
+    }
     changed = True
     while changed:
         changed = False
         for name in list(helpers):
             callers = users.get(name, set()) - {name}
-            if not callers or not all(c in checks or c in helpers - {name}
-                                      for c in callers):
+            if not callers or not all(
+                c in checks or c in helpers - {name} for c in callers
+            ):
                 helpers.discard(name)
                 changed = True
     return helpers
@@ -412,8 +529,9 @@ def _top_level(source: str) -> list[ast.stmt]:
 def mutants_of(stem: str, include_checks: bool = False) -> list[Mutant]:
     """Every candidate mutant of one chapter, in a stable order (cell, line, column)."""
     nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
-    exported = [c.source for c in nb.cells
-                if c.cell_type == "code" and "export" in tags(c)]
+    exported = [
+        c.source for c in nb.cells if c.cell_type == "code" and "export" in tags(c)
+    ]
     helpers = check_helpers(exported)
     found: list[Mutant] = []
     for index, cell in enumerate(nb.cells):
@@ -425,16 +543,22 @@ def mutants_of(stem: str, include_checks: bool = False) -> list[Mutant]:
         try:
             tree = ast.parse(cell.source)
         except SyntaxError:
-            print(f"warning: {stem} cell {index} does not parse; skipped", file=sys.stderr)
+            print(
+                f"warning: {stem} cell {index} does not parse; skipped", file=sys.stderr
+            )
             continue
         collector = _Collector(include_checks, helpers)
         collector.visit(tree)
         lines = cell.source.splitlines(keepends=True) or [""]
         for node, kind, what, text in collector.found:
             start = (node.lineno, _char_col(lines, node.lineno, node.col_offset))
-            end = (node.end_lineno, _char_col(lines, node.end_lineno, node.end_col_offset))
-            found.append(Mutant("", stem, index, node.lineno, "", kind, what, start, end,
-                                text))
+            end = (
+                node.end_lineno,
+                _char_col(lines, node.end_lineno, node.end_col_offset),
+            )
+            found.append(
+                Mutant("", stem, index, node.lineno, "", kind, what, start, end, text)
+            )
             found[-1].function = _enclosing(tree, node)
     found.sort(key=lambda m: (m.cell, m.start, m.end, m.kind, m.what))
     unique: list[Mutant] = []
@@ -451,15 +575,19 @@ def mutants_of(stem: str, include_checks: bool = False) -> list[Mutant]:
 
 def _enclosing(tree: ast.AST, target: ast.AST) -> str:
     """Qualified name of the function (or class) around ``target``."""
+
     def walk(node: ast.AST, path: list[str]) -> list[str] | None:
         if node is target:
             return path
         for child in ast.iter_child_nodes(node):
-            defines = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            defines = isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            )
             result = walk(child, path + [child.name] if defines else path)
             if result is not None:
                 return result
         return None
+
     return ".".join(walk(tree, []) or []) or "<module>"
 
 
@@ -483,24 +611,47 @@ def sample(mutants: list[Mutant], size: int, seed: int) -> list[Mutant]:
 
 
 def make_sandbox() -> Path:
-    """A throw-away copy of what the unit tests need: notebooks, tests, tools, pytest.ini."""
+    """A throw-away copy of what the unit tests need: notebooks, tests, tools, ini."""
     sandbox = Path(tempfile.mkdtemp(prefix="mutate-"))
     for folder in ("notebooks", "tests", "tools"):
-        shutil.copytree(ROOT / folder, sandbox / folder,
-                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        shutil.copytree(
+            ROOT / folder,
+            sandbox / folder,
+            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
+        )
     shutil.copy(ROOT / "pytest.ini", sandbox / "pytest.ini")
     return sandbox
 
 
 def test_command(stem: str, timeout: float) -> list[str]:
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob(
-        f"test_ch{stem[:2]}_*.py"))
-    return [sys.executable, "-m", "pytest", *files, "-x", "-q", "-p", "no:cacheprovider",
-            "-o", "addopts=", "--hypothesis-seed=0", f"--timeout={int(timeout)}"]
+    files = sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").glob(f"test_ch{stem[:2]}_*.py")
+    )
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        *files,
+        "-x",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "--hypothesis-seed=0",
+        f"--timeout={int(timeout)}",
+    ]
 
 
-ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-       "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "PYTHONHASHSEED": "0",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "MPLBACKEND": "Agg",
+}
 
 
 def preload(stems: list[str]) -> None:
@@ -514,9 +665,12 @@ def preload(stems: list[str]) -> None:
     sources = []
     for stem in stems:
         nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
-        sources += [c.source for c in nb.cells if c.cell_type == "code"
-                    and "export" in tags(c)]
-        sources += [p.read_text() for p in (ROOT / "tests").glob(f"test_ch{stem[:2]}_*.py")]
+        sources += [
+            c.source for c in nb.cells if c.cell_type == "code" and "export" in tags(c)
+        ]
+        sources += [
+            p.read_text() for p in (ROOT / "tests").glob(f"test_ch{stem[:2]}_*.py")
+        ]
     for source in sources:
         try:
             tree = ast.parse(source)
@@ -535,7 +689,7 @@ def preload(stems: list[str]) -> None:
 
 
 class Run:
-    """One test run of one chapter in one sandbox, forked from this process or spawned."""
+    """One test run of one chapter in a sandbox, forked from this process or spawned."""
 
     def __init__(self, sandbox: Path, stem: str, timeout: float, fork: bool) -> None:
         self.began = time.perf_counter()
@@ -551,11 +705,17 @@ class Run:
                     null = os.open(os.devnull, os.O_WRONLY)
                     os.dup2(null, 1)
                     os.dup2(null, 2)
-                    for name in [m for m in sys.modules
-                                 if m in {"nbtools", "nbload", "conftest"}]:
-                        del sys.modules[name]  # imported from the sandbox, not from ROOT
-                    sys.path[:] = [p for p in sys.path
-                                   if Path(p or ".").resolve() != ROOT / "tools"]
+                    for name in [
+                        m for m in sys.modules if m in {"nbtools", "nbload", "conftest"}
+                    ]:
+                        del sys.modules[
+                            name
+                        ]  # imported from the sandbox, not from ROOT
+                    sys.path[:] = [
+                        p
+                        for p in sys.path
+                        if Path(p or ".").resolve() != ROOT / "tools"
+                    ]
                     import pytest
                     from hypothesis import settings
 
@@ -566,9 +726,13 @@ class Run:
                 finally:
                     os._exit(code)
         else:
-            self.process = subprocess.Popen(command, cwd=sandbox, env=dict(os.environ, **ENV),
-                                            stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                command,
+                cwd=sandbox,
+                env=dict(os.environ, **ENV),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         self.code: int | None = None
 
     def poll(self) -> str | None:
@@ -604,7 +768,9 @@ class Run:
         return time.perf_counter() - self.began
 
 
-def run_tests(sandbox: Path, stem: str, timeout: float, fork: bool) -> tuple[str, float]:
+def run_tests(
+    sandbox: Path, stem: str, timeout: float, fork: bool
+) -> tuple[str, float]:
     """Run the chapter's unit tests once and wait: (status, seconds)."""
     run = Run(sandbox, stem, timeout, fork)
     while (status := run.poll()) is None:
@@ -627,32 +793,62 @@ def diff(mutant: Mutant) -> str:
     nb = nbformat.read(NOTEBOOKS / f"{mutant.chapter}.ipynb", as_version=4)
     before = nb.cells[mutant.cell].source
     after = apply(before, mutant)
-    return "".join(difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        f"{mutant.chapter} cell {mutant.cell}", "mutant", n=1))
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            f"{mutant.chapter} cell {mutant.cell}",
+            "mutant",
+            n=1,
+        )
+    )
 
 
 def describe(mutant: Mutant) -> str:
-    return (f"{mutant.ident:>6} cell {mutant.cell:>2} line {mutant.line:>3} "
-            f"{mutant.function:<28} {mutant.kind:<7} {mutant.what}")
+    return (
+        f"{mutant.ident:>6} cell {mutant.cell:>2} line {mutant.line:>3} "
+        f"{mutant.function:<28} {mutant.kind:<7} {mutant.what}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("chapters", nargs="*", help="chapter numbers or stems (default: all)")
-    parser.add_argument("--sample", type=int, default=20,
-                        help="mutants per chapter, sampled with --seed (0: all)")
+    parser.add_argument(
+        "chapters", nargs="*", help="chapter numbers or stems (default: all)"
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=20,
+        help="mutants per chapter, sampled with --seed (0: all)",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=0,
-                        help="seconds per test run (default: 4× the unmutated run, ≥ 60)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=0,
+        help="seconds per test run (default: 4× the unmutated run, ≥ 60)",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="mutants run in parallel")
-    parser.add_argument("--only", default="", help="comma-separated mutant ids, e.g. 04:17")
-    parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
-    parser.add_argument("--diff", action="store_true", help="print each mutant's change")
-    parser.add_argument("--include-checks", action="store_true",
-                        help="also mutate the exercise check functions (check_*)")
-    parser.add_argument("--spawn", action="store_true",
-                        help="start a new Python per run instead of forking a preloaded one")
+    parser.add_argument(
+        "--only", default="", help="comma-separated mutant ids, e.g. 04:17"
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list the mutants, run nothing"
+    )
+    parser.add_argument(
+        "--diff", action="store_true", help="print each mutant's change"
+    )
+    parser.add_argument(
+        "--include-checks",
+        action="store_true",
+        help="also mutate the exercise check functions (check_*)",
+    )
+    parser.add_argument(
+        "--spawn",
+        action="store_true",
+        help="start a new Python per run instead of forking a preloaded one",
+    )
     parser.add_argument("--json", type=Path, help="write every result to this file")
     args = parser.parse_args(argv)
 
@@ -661,11 +857,16 @@ def main(argv: list[str] | None = None) -> int:
     plan: dict[str, list[Mutant]] = {}
     for stem in stems:
         every = mutants_of(stem, args.include_checks)
-        chosen = [m for m in every if m.ident in only] if only else sample(
-            every, args.sample, args.seed)
+        chosen = (
+            [m for m in every if m.ident in only]
+            if only
+            else sample(every, args.sample, args.seed)
+        )
         if chosen:
             plan[stem] = chosen
-        print(f"{stem}: {len(every)} candidate mutants, {len(chosen)} chosen", flush=True)
+        print(
+            f"{stem}: {len(every)} candidate mutants, {len(chosen)} chosen", flush=True
+        )
     if args.list or args.diff and not only:
         for mutants in plan.values():
             for mutant in mutants:
@@ -684,12 +885,17 @@ def main(argv: list[str] | None = None) -> int:
         try:
             status, seconds = run_tests(sandboxes[0], stem, 1800, fork)
             if status != "passed":
-                print(f"{stem}: the unmutated tests do not pass ({status}); skipped",
-                      flush=True)
+                print(
+                    f"{stem}: the unmutated tests do not pass ({status}); skipped",
+                    flush=True,
+                )
                 continue
             timeout = args.timeout or max(60.0, 4 * seconds)
-            print(f"{stem}: unmutated tests pass in {seconds:.1f} s; "
-                  f"time limit {timeout:.0f} s", flush=True)
+            print(
+                f"{stem}: unmutated tests pass in {seconds:.1f} s; "
+                f"time limit {timeout:.0f} s",
+                flush=True,
+            )
             killed = total = 0
             pending = list(mutants)
             running: dict[int, tuple[Mutant, Run]] = {}
@@ -698,7 +904,10 @@ def main(argv: list[str] | None = None) -> int:
                     if slot not in running and pending:
                         mutant = pending.pop(0)
                         mutated_notebook(sandboxes[slot], mutant)
-                        running[slot] = (mutant, Run(sandboxes[slot], stem, timeout, fork))
+                        running[slot] = (
+                            mutant,
+                            Run(sandboxes[slot], stem, timeout, fork),
+                        )
                 time.sleep(0.05)
                 for slot, (mutant, run) in list(running.items()):
                     status = run.poll()
@@ -711,14 +920,24 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     total += 1
                     killed += status != "passed"
-                    label = {"failed": "killed", "timeout": "killed (timeout)",
-                             "passed": "SURVIVED"}[status]
-                    print(f"{label:<16} {describe(mutant)}  [{run.seconds:.0f} s]",
-                          flush=True)
+                    label = {
+                        "failed": "killed",
+                        "timeout": "killed (timeout)",
+                        "passed": "SURVIVED",
+                    }[status]
+                    print(
+                        f"{label:<16} {describe(mutant)}  [{run.seconds:.0f} s]",
+                        flush=True,
+                    )
                     if args.diff or status == "passed":
                         print(diff(mutant), end="", flush=True)
-                    results.append(dict(dataclasses.asdict(mutant), status=status,
-                                        seconds=round(run.seconds, 1)))
+                    results.append(
+                        dict(
+                            dataclasses.asdict(mutant),
+                            status=status,
+                            seconds=round(run.seconds, 1),
+                        )
+                    )
             totals[stem] = [killed, total]
         finally:
             for sandbox in sandboxes:
@@ -730,8 +949,10 @@ def main(argv: list[str] | None = None) -> int:
     killed = sum(k for k, _ in totals.values())
     total = sum(t for _, t in totals.values())
     share = 100 * killed / total if total else 0.0
-    print(f"score: killed {killed} of {total} mutants ({share:.1f} %), "
-          f"seed {args.seed}, sample {args.sample} per chapter")
+    print(
+        f"score: killed {killed} of {total} mutants ({share:.1f} %), "
+        f"seed {args.seed}, sample {args.sample} per chapter"
+    )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False))
     return 0
