@@ -688,6 +688,17 @@ def preload(stems: list[str]) -> None:
             __import__(name)
 
 
+def _forget_repository_modules() -> None:
+    """Drop this repository's own modules (nbtools, paths, nbload, ...) and folders from
+    the import system, so that a forked test run imports the sandbox's copies."""
+    local = {ROOT, ROOT / "tools", ROOT / "tests"}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and Path(file).resolve().parent in local:
+            del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() not in local]
+
+
 class Run:
     """One test run of one chapter in a sandbox, forked from this process or spawned."""
 
@@ -705,17 +716,7 @@ class Run:
                     null = os.open(os.devnull, os.O_WRONLY)
                     os.dup2(null, 1)
                     os.dup2(null, 2)
-                    for name in [
-                        m for m in sys.modules if m in {"nbtools", "nbload", "conftest"}
-                    ]:
-                        del sys.modules[
-                            name
-                        ]  # imported from the sandbox, not from ROOT
-                    sys.path[:] = [
-                        p
-                        for p in sys.path
-                        if Path(p or ".").resolve() != ROOT / "tools"
-                    ]
+                    _forget_repository_modules()  # re-imported from the sandbox
                     import pytest
                     from hypothesis import settings
 
