@@ -1,6 +1,6 @@
 # Two commands: `make book` builds the site (executing every notebook); `make test` runs every test.
 # Both create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book test setup sync student slides bench clean
+.PHONY: book book-no-solutions test setup sync student slides bench clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -32,6 +32,12 @@ book: setup
 	rm -rf $(BUILD)/html $(BUILD)/jupyter_execute
 	$(VENV)/bin/jupyter-book build . --path-output . -W -n --keep-going
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
+
+# The site with every solution cell removed (they still run, so the checks pass), for a
+# course that publishes the book before the answers: _build/no-solutions/_build/html/.
+book-no-solutions: setup
+	rm -rf $(BUILD)/no-solutions
+	BOOK_HIDE_SOLUTIONS=1 $(VENV)/bin/jupyter-book build . --path-output $(BUILD)/no-solutions -W -n --keep-going
 
 student: setup
 	$(PY) tools/make_student.py student
