@@ -14,6 +14,8 @@ COURSE = ROOT / "book" / "course"
 PAGES = ["index", "schedule", "running", "instructor"]
 PATHS = notebook_paths()
 EXERCISE_LABEL = re.compile(r"\{exercise(?:-start)?\}[^\n]*\n:label:\s*(\S+)")
+EXERCISE_TITLE = re.compile(r"\{exercise(?:-start)?\} (\d+)\.(\d+) · [^\n]*\n:label:\s*(\S+)")
+REF = re.compile(r"\{ref\}`(?:([^`<]*?)\s*<)?(ex-[^`>]+)>?`")
 
 
 def page(name: str) -> str:
@@ -55,13 +57,87 @@ def test_course_pages_link_each_other_and_the_reference_pages() -> None:
 
 @pytest.mark.parametrize("name", ["schedule", "instructor"])
 def test_named_exercises_exist(name: str) -> None:
-    named = set(re.findall(r"\{ref\}`(ex-[^`]+)`", page(name)))
+    named = {label for _, label in REF.findall(page(name))}
     assert named, f"{name}.md names no exercise"
     missing = sorted(named - exercise_labels())
     assert not missing, f"book/course/{name}.md refers to exercises no chapter defines: {missing}"
 
 
 def test_instructor_table_covers_every_exercise() -> None:
-    listed = set(re.findall(r"^\| \{ref\}`(ex-[^`]+)`", page("instructor"), re.M))
+    listed = {label for line in page("instructor").splitlines() if line.startswith("| {ref}")
+              for _, label in REF.findall(line)[:1]}
     missing = sorted(exercise_labels() - listed)
     assert not missing, f"the answer table of book/course/instructor.md lacks {missing}"
+
+
+def exercise_numbers() -> dict[str, str]:
+    """Label -> "N.k" from each exercise's title, checked against its place in the chapter."""
+    numbers = {}
+    for path in PATHS:
+        chapter = int(path.stem[:2])
+        found = [m for c in read(path).cells if c.cell_type == "markdown"
+                 for m in EXERCISE_TITLE.findall(c.source)]
+        for k, (n, j, label) in enumerate(found, start=1):
+            assert (int(n), int(j)) == (chapter, k), \
+                f"{path.name}: exercise {label} is titled {n}.{j} but is exercise {chapter}.{k}"
+            numbers[label] = f"{n}.{j}"
+    return numbers
+
+
+def test_every_exercise_title_carries_its_number() -> None:
+    assert set(exercise_numbers()) == exercise_labels(), \
+        "every exercise title starts with 'N.k · ' (N the chapter, k its place in it)"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_stub_messages_use_the_exercise_number(path) -> None:
+    """A stub's NotImplementedError names the number of the exercise it belongs to."""
+    numbers = exercise_numbers()
+    current = None
+    for cell in read(path).cells:
+        found = EXERCISE_TITLE.findall(cell.source) if cell.cell_type == "markdown" else []
+        if found:
+            current = numbers[found[-1][2]]
+        stub = re.search(r'NotImplementedError\(\s*"Exercise (\d+\.\d+)', cell.source)
+        if cell.cell_type == "code" and stub:
+            assert stub.group(1) == current, \
+                f"{path.name}: a stub says Exercise {stub.group(1)} under Exercise {current}"
+
+
+@pytest.mark.parametrize("name", ["schedule", "instructor"])
+def test_references_name_the_right_number(name: str) -> None:
+    numbers = exercise_numbers()
+    for text, label in REF.findall(page(name)):
+        if text:
+            assert text == f"Exercise {numbers[label]}", \
+                f"{name}.md calls {label} '{text}', but it is Exercise {numbers[label]}"
+
+
+WORDS_PER_MINUTE = {1: 100, 2: 100, 3: 70, 4: 100, 5: 70, 6: 100, 7: 70}
+
+
+def prose_words(path) -> int:
+    """Words of the chapter's prose before its exercises (solutions excluded)."""
+    words = 0
+    for cell in read(path).cells:
+        if "## Exercises" in cell.source:
+            return words + len(cell.source.split("## Exercises")[0].split())
+        if cell.cell_type == "markdown" and "solution" not in cell.metadata.get("tags", []):
+            words += len(cell.source.split())
+    return words
+
+
+def test_reading_times_follow_the_word_counts() -> None:
+    """The schedule's table of words and minutes stays within 15 % of the chapters."""
+    rows = {int(k): v for k, v in re.findall(
+        r"^\| (\d)\. [^|]+\| ([\d ]+ \| \d+) min \|$", page("schedule"), re.M)}
+    assert len(rows) == len(PATHS), "the schedule's reading-time table is missing"
+    for path in PATHS:
+        chapter = int(path.stem[:2])
+        stated_words, stated_minutes = (int(x.replace(" ", "")) for x in rows[chapter].split("|"))
+        actual = prose_words(path)
+        expected_minutes = round(actual / WORDS_PER_MINUTE[chapter])
+        assert abs(stated_words - actual) <= 0.15 * actual and \
+            abs(stated_minutes - expected_minutes) <= max(2, 0.15 * expected_minutes), (
+                f"schedule.md, Chapter {chapter}: update the row to {round(actual, -1):,} words, "
+                f"{expected_minutes} min (stated {stated_words} words, {stated_minutes} min)")
