@@ -1,10 +1,10 @@
-"""Build the site without solutions: ``BOOK_HIDE_SOLUTIONS=1 jupyter-book build ...``.
+"""Build the site without solutions: ``BOOK_HIDE_SOLUTIONS=1 jupyter-book build``.
 
 With the variable set, every notebook cell tagged ``solution`` also gets the tag
-``remove-cell`` before myst-nb reads the notebook: the cell still executes (so every check
-below it passes), but neither its source nor its output reaches the page. sphinx-exercise's
-``hide_solutions`` is switched on as well, for any ``{solution}`` outside such a cell.
-``make book-no-solutions`` sets the variable.
+``remove-cell`` before myst-nb reads the notebook: the cell still executes (so every
+check below it passes), but neither its source nor its output reaches the page.
+sphinx-exercise's ``hide_solutions`` is switched on as well, for any ``{solution}``
+outside such a cell. ``make book-no-solutions`` sets the variable.
 """
 from __future__ import annotations
 
