@@ -141,3 +141,35 @@ def test_reading_times_follow_the_word_counts() -> None:
             abs(stated_minutes - expected_minutes) <= max(2, 0.15 * expected_minutes), (
                 f"schedule.md, Chapter {chapter}: update the row to {round(actual, -1):,} words, "
                 f"{expected_minutes} min (stated {stated_words} words, {stated_minutes} min)")
+
+
+def test_build_without_solutions_removes_every_solution_cell(monkeypatch) -> None:
+    """`make book-no-solutions` sets BOOK_HIDE_SOLUTIONS=1; the extension then tags every
+    `solution` cell `remove-cell` (it still runs, so checks pass) and nothing else."""
+    import importlib.util
+    import json
+    import types
+
+    spec = importlib.util.spec_from_file_location(
+        "hide_solutions", COURSE / "_ext" / "hide_solutions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = PATHS[5]
+    app = types.SimpleNamespace(env=types.SimpleNamespace(doc2path=lambda name: str(path)))
+    source = [path.read_text()]
+    module._hide(app, "notebooks/x", source)
+    assert source[0] == path.read_text(), "without the variable nothing changes"
+    monkeypatch.setenv("BOOK_HIDE_SOLUTIONS", "1")
+    module._hide(app, "notebooks/x", source)
+    cells = json.loads(source[0])["cells"]
+    before = json.loads(path.read_text())["cells"]
+    for cell, old in zip(cells, before, strict=True):
+        tags, old_tags = cell["metadata"].get("tags", []), old["metadata"].get("tags", [])
+        if "solution" in old_tags:
+            assert "remove-cell" in tags, tags
+        else:
+            assert tags == old_tags, "only solution cells may change"
+    assert sum("solution" in c["metadata"].get("tags", []) for c in cells) >= 5
+    config = types.SimpleNamespace(hide_solutions=False)
+    module._configure(app, config)
+    assert config.hide_solutions is True
