@@ -1,16 +1,12 @@
 """Tests for Chapter 3, Deriving the sinusoidal encoding (functions loaded from the notebook)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
 from nbload import chapter  # noqa: E402
 
 ch = chapter("03_deriving_sinusoidal")
@@ -295,10 +291,10 @@ def test_shift_isometry_recovers_an_orthogonal_shift(seed):
     d, T = 6, 16
     Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
     P = ch.sinusoidal_interleaved(T, d, base=7.0) @ Q.T  # relative code in a random basis
-    O = ch.shift_isometry(P)
-    assert np.allclose(O.T @ O, np.eye(d), atol=1e-8)
+    U = ch.shift_isometry(P)
+    assert np.allclose(U.T @ U, np.eye(d), atol=1e-8)
     for m in range(T):
-        assert np.allclose(np.linalg.matrix_power(O, m) @ P[0], P[m], atol=1e-8)
+        assert np.allclose(np.linalg.matrix_power(U, m) @ P[0], P[m], atol=1e-8)
 
 
 def test_shift_isometry_alternating_code_and_errors():
