@@ -1,18 +1,21 @@
 """The exercise checks of Chapters 1-7 give feedback that says how to fix.
 
-For every check: an independent correct answer passes and the success line counts the checks
-that ran; each typical mistake the check claims to recognise is fed in and the message must
-show the failing case's input and name that mistake; every other branch (shape, in-place
-edits, a missing or borrowed ValueError, forbidden helpers) is hit by one wrong answer.
+For every check: an independent correct answer passes and the success line counts the
+checks that ran; each typical mistake the check claims to recognise is fed in and the
+message must show the failing case's input and name that mistake; every other branch
+(shape, in-place edits, a missing or borrowed ValueError, forbidden helpers) is hit by one
+wrong answer.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-from nbload import chapter
 from scipy.optimize import brentq
 from scipy.special import sici
+
+from nbload import chapter
 
 CH1 = chapter("01_attention_cant_see_order")
 CH2 = chapter("02_first_attempts")
@@ -62,8 +65,12 @@ def test_borrowed_value_error_is_refused() -> None:
     with pytest.raises(AssertionError, match="got TypeError"):
         check.raises_own_value_error("c", "x", lambda: int([]), ("even",))
     with pytest.raises(NotImplementedError):
-        check.raises_own_value_error("c", "x", lambda: (_ for _ in ()).throw(
-            NotImplementedError("stub")), ("even",))
+        check.raises_own_value_error(
+            "c",
+            "x",
+            lambda: (_ for _ in ()).throw(NotImplementedError("stub")),
+            ("even",),
+        )
 
 
 # --------------------------------------------------------------------------- Chapter 1
@@ -77,16 +84,33 @@ def causal(T, a, b):
 def test_ex_1_3(capsys) -> None:
     passes(CH1.check_unchanged_causal_outputs, causal, 5, capsys)
     check = CH1.check_unchanged_causal_outputs
-    fails(check, lambda T, a, b: [m not in (a, b) for m in range(T)], "without a mask",
-          "T = 6, a = 1, b = 4")
-    fails(check, lambda T, a, b: [m <= min(a, b) or m >= max(a, b) for m in range(T)],
-          "off-by-one")
-    fails(check, lambda T, a, b: [m < min(a, b) or a == b for m in range(T)],
-          "after the swap are marked as moved")
-    fails(check, lambda T, a, b: [m < a or m > b for m in range(T)], "a > b is not handled",
-          "T = 5, a = 3, b = 1")
-    fails(check, lambda T, a, b: [m < min(a, b) or m > max(a, b) for m in range(T)],
-          "a = b is not handled")
+    fails(
+        check,
+        lambda T, a, b: [m not in (a, b) for m in range(T)],
+        "without a mask",
+        "T = 6, a = 1, b = 4",
+    )
+    fails(
+        check,
+        lambda T, a, b: [m <= min(a, b) or m >= max(a, b) for m in range(T)],
+        "off-by-one",
+    )
+    fails(
+        check,
+        lambda T, a, b: [m < min(a, b) or a == b for m in range(T)],
+        "after the swap are marked as moved",
+    )
+    fails(
+        check,
+        lambda T, a, b: [m < a or m > b for m in range(T)],
+        "a > b is not handled",
+        "T = 5, a = 3, b = 1",
+    )
+    fails(
+        check,
+        lambda T, a, b: [m < min(a, b) or m > max(a, b) for m in range(T)],
+        "a = b is not handled",
+    )
     fails(check, lambda T, a, b: [True] * (T + 1), "expected")
 
 
@@ -99,7 +123,11 @@ def test_ex_1_4(capsys) -> None:
     passes(CH1.check_masked_mean_pool, pool, 4, capsys)
     check = CH1.check_masked_mean_pool
     fails(check, lambda h, m: h.mean(dim=1), "plain mean", "mask row [1, 1, 0, 0, 0]")
-    fails(check, lambda h, m: (h * m[..., None]).sum(1) / h.shape[1], "divided by the padded")
+    fails(
+        check,
+        lambda h, m: (h * m[..., None]).sum(1) / h.shape[1],
+        "divided by the padded",
+    )
     fails(check, lambda h, m: pool(h, m)[:2], "shape")
 
 
@@ -112,15 +140,20 @@ def bits(n, b):
 
 def square(n, b, shift=0.5, sign=-1.0, period=1.0):
     m = np.arange(n, dtype=float)[:, None]
-    return 0.5 * (1 + sign * np.sign(np.sin(np.pi * (m + shift) / (2.0 ** np.arange(b)
-                                                                    * period))))
+    return 0.5 * (
+        1 + sign * np.sign(np.sin(np.pi * (m + shift) / (2.0 ** np.arange(b) * period)))
+    )
 
 
 def test_ex_2_2(capsys) -> None:
     passes(CH2.check_square_wave_bits, square, 4, capsys)
     check = CH2.check_square_wave_bits
-    fails(check, lambda n, b: square(n, b, shift=0.0), "+ 1/2 is missing",
-          "num_positions = 8, bits = 3")
+    fails(
+        check,
+        lambda n, b: square(n, b, shift=0.0),
+        "+ 1/2 is missing",
+        "num_positions = 8, bits = 3",
+    )
     fails(check, lambda n, b: square(n, b, sign=1.0), "inverted")
     fails(check, lambda n, b: square(n, b)[:, ::-1], "most significant bit first")
     fails(check, lambda n, b: square(n, b, period=0.5), "period is 2^i")
@@ -139,12 +172,21 @@ def test_ex_2_3(capsys) -> None:
     check = CH2.check_gray_code
     fails(check, lambda n, b: bits(n, b), "plain binary")
     fails(check, lambda n, b: gray(n, b)[:, ::-1], "most significant bit first")
-    fails(check, lambda n, b: ((np.arange(n) ^ (np.arange(n) << 1))[:, None]
-                               >> np.arange(b)) & 1, "m << 1")
-    fails(check, lambda n, b: gray(min(n, 2**b), b), "9 positions, 3 bits",
-          "got no error")
-    fails(check, lambda n, b: gray(8, 3) if n == 8 else np.zeros((n, b)),
-          "all codes distinct")
+    fails(
+        check,
+        lambda n, b: (
+            ((np.arange(n) ^ (np.arange(n) << 1))[:, None] >> np.arange(b)) & 1
+        ),
+        "m << 1",
+    )
+    fails(
+        check, lambda n, b: gray(min(n, 2**b), b), "9 positions, 3 bits", "got no error"
+    )
+    fails(
+        check,
+        lambda n, b: gray(8, 3) if n == 8 else np.zeros((n, b)),
+        "all codes distinct",
+    )
 
     def bad_neighbours(n, b):
         if n == 8:
@@ -175,16 +217,36 @@ def codes(T, d, base=10000.0, first=np.sin, second=np.cos, exponent=None, start=
 def test_ex_2_4(capsys) -> None:
     passes(CH2.check_sinusoidal_codes, codes, 6, capsys)
     check = CH2.check_sinusoidal_codes
-    fails(check, lambda T, d, base=1e4: codes(T, d, base, np.cos, np.sin), "swapped",
-          "T = 512, d = 64")
-    fails(check, lambda T, d, base=1e4: codes(T, d, base, exponent=lambda d: np.arange(
-        d // 2) / d), "i/d instead of 2i/d")
-    fails(check, lambda T, d, base=1e4: np.concatenate(
-        [np.sin(np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)),
-         np.cos(np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d))], 1),
-        "concatenated layout")
-    fails(check, lambda T, d, base=1e4: codes(T, d), "base argument is ignored",
-          "base = 100")
+    fails(
+        check,
+        lambda T, d, base=1e4: codes(T, d, base, np.cos, np.sin),
+        "swapped",
+        "T = 512, d = 64",
+    )
+    fails(
+        check,
+        lambda T, d, base=1e4: codes(
+            T, d, base, exponent=lambda d: np.arange(d // 2) / d
+        ),
+        "i/d instead of 2i/d",
+    )
+    fails(
+        check,
+        lambda T, d, base=1e4: np.concatenate(
+            [
+                np.sin(np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)),
+                np.cos(np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)),
+            ],
+            1,
+        ),
+        "concatenated layout",
+    )
+    fails(
+        check,
+        lambda T, d, base=1e4: codes(T, d),
+        "base argument is ignored",
+        "base = 100",
+    )
     fails(check, lambda T, d, base=1e4: codes(T, d, base, start=1), "start at 1")
 
     def column_index(T, d, base=1e4):
@@ -202,8 +264,13 @@ def test_ex_2_4(capsys) -> None:
         out[:, 0::2], out[:, 1::2] = np.sin(angles), np.cos(angles)
         return out
 
-    fails(check, no_validation, "odd d", "could not broadcast",
-          "does not come from a check of yours")
+    fails(
+        check,
+        no_validation,
+        "odd d",
+        "could not broadcast",
+        "does not come from a check of yours",
+    )
 
     def length_dependent(T, d, base=1e4):
         return codes(T, d, base) if T != 10 else codes(T, d, base) + 1e-3
@@ -229,7 +296,7 @@ def relative_part(H):
     out = np.zeros_like(H)
     for i in range(0, H.shape[0], 2):
         a, b = (H[i, i] + H[i + 1, i + 1]) / 2, (H[i + 1, i] - H[i, i + 1]) / 2
-        out[i:i + 2, i:i + 2] = [[a, -b], [b, a]]
+        out[i : i + 2, i : i + 2] = [[a, -b], [b, a]]
     return out
 
 
@@ -260,12 +327,19 @@ def test_ex_3_3(capsys) -> None:
     passes(CH3.check_layout_permutation, layout, 9, capsys)
     check = CH3.check_layout_permutation
     fails(check, lambda d: np.argsort(layout(d)), "inverse permutation", "d = 10")
-    fails(check, lambda d: np.concatenate([np.arange(1, d, 2), np.arange(0, d, 2)]),
-          "cosine columns come first")
+    fails(
+        check,
+        lambda d: np.concatenate([np.arange(1, d, 2), np.arange(0, d, 2)]),
+        "cosine columns come first",
+    )
     fails(check, lambda d: np.arange(d), "the identity", "d = 4")
     fails(check, lambda d: np.zeros(d, dtype=int), "a permutation of 0..1")
-    fails(check, lambda d: layout(d + d % 2)[:d] if d % 2 == 0 else np.arange(d), "odd d",
-          "got no error")
+    fails(
+        check,
+        lambda d: layout(d + d % 2)[:d] if d % 2 == 0 else np.arange(d),
+        "odd d",
+        "got no error",
+    )
 
 
 # --------------------------------------------------------------------------- Chapter 4
@@ -287,12 +361,26 @@ def shift(pe, k, base=10000.0, direction=1.0, exponent=None):
 def test_ex_4_2(capsys) -> None:
     passes(CH4.check_shift_encoding, shift, 11, capsys)
     check = CH4.check_shift_encoding
-    fails(check, lambda pe, k, base=1e4: shift(pe, k, base, -1.0), "wrong way",
-          "d = 8, k = 3", "first row")
-    fails(check, lambda pe, k, base=1e4: shift(pe, k, base, exponent=lambda d: np.arange(
-        d // 2) / d), "i/d instead of 2i/d")
-    fails(check, lambda pe, k, base=1e4: shift(pe, k), "base argument is ignored",
-          "base = 100")
+    fails(
+        check,
+        lambda pe, k, base=1e4: shift(pe, k, base, -1.0),
+        "wrong way",
+        "d = 8, k = 3",
+        "first row",
+    )
+    fails(
+        check,
+        lambda pe, k, base=1e4: shift(
+            pe, k, base, exponent=lambda d: np.arange(d // 2) / d
+        ),
+        "i/d instead of 2i/d",
+    )
+    fails(
+        check,
+        lambda pe, k, base=1e4: shift(pe, k),
+        "base argument is ignored",
+        "base = 100",
+    )
     fails(check, lambda pe, k, base=1e4: np.array(pe, dtype=float), "input comes back")
 
     def in_place(pe, k, base=1e4):
@@ -317,17 +405,30 @@ def gram(T, d, base=10000.0):
 def test_ex_4_3(capsys) -> None:
     passes(CH4.check_offset_gram, gram, 5, capsys)
     check = CH4.check_offset_gram
-    fails(check, lambda T, d, base=1e4: np.sin(
-        (np.arange(T)[:, None] - np.arange(T))[..., None]
-        * base ** (-np.arange(0, d, 2) / d)).sum(-1), "sum of sines",
-        "num_positions = 5, d = 4")
-    fails(check, lambda T, d, base=1e4: gram(T, d, base ** 0.5), "i/d instead of 2i/d")
+    fails(
+        check,
+        lambda T, d, base=1e4: np.sin(
+            (np.arange(T)[:, None] - np.arange(T))[..., None]
+            * base ** (-np.arange(0, d, 2) / d)
+        ).sum(-1),
+        "sum of sines",
+        "num_positions = 5, d = 4",
+    )
+    fails(check, lambda T, d, base=1e4: gram(T, d, base**0.5), "i/d instead of 2i/d")
     fails(check, lambda T, d, base=1e4: 2 * gram(T, d, base), "counted twice")
-    fails(check, lambda T, d, base=1e4: np.cos(
-        (np.arange(T)[:, None] - np.arange(T) + 1)[..., None]
-        * base ** (-np.arange(0, d, 2) / d)).sum(-1), "shifted by one")
-    fails(check, lambda T, d, base=1e4: gram(T, d, base) - np.eye(T) * d / 2,
-          "diagonal is wrong")
+    fails(
+        check,
+        lambda T, d, base=1e4: np.cos(
+            (np.arange(T)[:, None] - np.arange(T) + 1)[..., None]
+            * base ** (-np.arange(0, d, 2) / d)
+        ).sum(-1),
+        "shifted by one",
+    )
+    fails(
+        check,
+        lambda T, d, base=1e4: gram(T, d, base) - np.eye(T) * d / 2,
+        "diagonal is wrong",
+    )
     fails(check, lambda T, d, base=1e4: np.eye(T), "none of the usual mistakes")
 
 
@@ -338,8 +439,10 @@ def rope_dense(m, d, base=10000.0):
     out = np.zeros((d, d))
     for i in range(d // 2):
         phi = m * base ** (-2 * i / d)
-        out[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[np.cos(phi), -np.sin(phi)],
-                                                 [np.sin(phi), np.cos(phi)]]
+        out[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [
+            [np.cos(phi), -np.sin(phi)],
+            [np.sin(phi), np.cos(phi)],
+        ]
     return out
 
 
@@ -363,8 +466,14 @@ def test_ex_5_3(capsys) -> None:
         k = np.stack([rope_dense(-n, d, base) @ x for n, x in enumerate(K)])
         return q @ k.T
 
-    fails(check, reversed_offsets, "wrong sign", "first wrong entry S[0, 1]",
-          "Delta = m - n = -1", "q_m =")
+    fails(
+        check,
+        reversed_offsets,
+        "wrong sign",
+        "first wrong entry S[0, 1]",
+        "Delta = m - n = -1",
+        "q_m =",
+    )
 
     def cos_only(Q, K, base=1e4):
         T, d = Q.shape
@@ -375,7 +484,7 @@ def test_ex_5_3(capsys) -> None:
 
     fails(check, cos_only, "sin term is missing")
     fails(check, lambda Q, K, base=1e4: scores(Q, K, base).T, "rows and columns")
-    fails(check, lambda Q, K, base=1e4: scores(Q, K, base ** 0.5), "i/d instead of 2i/d")
+    fails(check, lambda Q, K, base=1e4: scores(Q, K, base**0.5), "i/d instead of 2i/d")
 
     def halves(Q, K, base=1e4):
         d = Q.shape[1]
@@ -397,7 +506,9 @@ def convert(W, n_heads, head_dim, to):
     if head_dim % 2:
         raise ValueError(f"head_dim must be even, got {head_dim}")
     if W.shape[0] != n_heads * head_dim:
-        raise ValueError(f"W must have n_heads * head_dim rows, got shape {tuple(W.shape)}")
+        raise ValueError(
+            f"W must have n_heads * head_dim rows, got shape {tuple(W.shape)}"
+        )
     if to not in ("halves", "interleaved"):
         raise ValueError(f"to must be 'halves' or 'interleaved', got {to!r}")
     order = torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
@@ -411,8 +522,12 @@ def test_ex_6_2(capsys) -> None:
     passes(CH6.check_convert_qk_weight, convert, 8, capsys)
     check = CH6.check_convert_qk_weight
     other = {"halves": "interleaved", "interleaved": "halves"}
-    fails(check, lambda W, h, d, to: convert(W, h, d, other.get(to, to)),
-          "direction is swapped", "n_heads = 4, head_dim = 8, to = 'halves'")
+    fails(
+        check,
+        lambda W, h, d, to: convert(W, h, d, other.get(to, to)),
+        "direction is swapped",
+        "n_heads = 4, head_dim = 8, to = 'halves'",
+    )
     fails(check, lambda W, h, d, to: convert(W, 1, h * d, to), "whole matrix")
 
     def odd_first(W, h, d, to):
@@ -424,8 +539,11 @@ def test_ex_6_2(capsys) -> None:
     fails(check, lambda W, h, d, to: convert(W, h, d, to)[:-1], "shape")
 
     def library_errors(W, h, d, to):
-        return convert(W, h, d, to) if d % 2 == 0 and to in other and W.shape[0] == h * d \
+        return (
+            convert(W, h, d, to)
+            if d % 2 == 0 and to in other and W.shape[0] == h * d
             else W.reshape(h, d // 2, 2, W.shape[1])
+        )
 
     fails(check, library_errors, "W with 30 rows", "got RuntimeError")
 
@@ -435,11 +553,19 @@ def test_ex_6_2(capsys) -> None:
         "    convert(W, n_heads, head_dim, to)\n"
         "    perm = interleaved_to_halves_perm(head_dim)\n"
         "    perm = perm if to == 'halves' else torch.argsort(perm)\n"
-        "    return permute_head_rows(W, n_heads, perm)\n", namespace)
+        "    return permute_head_rows(W, n_heads, perm)\n",
+        namespace,
+    )
     namespace["convert"] = convert
-    fails(check, namespace["via_helpers"], "reshape and transpose only",
-          "permute_head_rows")
-    assert namespace["permute_head_rows"] is CH6.permute_head_rows, "the spy was not removed"
+    fails(
+        check,
+        namespace["via_helpers"],
+        "reshape and transpose only",
+        "permute_head_rows",
+    )
+    assert namespace["permute_head_rows"] is CH6.permute_head_rows, (
+        "the spy was not removed"
+    )
 
 
 def rotate_half(x):
@@ -452,28 +578,48 @@ def test_ex_6_3(capsys) -> None:
     check = CH6.check_rotate_half
     fails(check, lambda x: -rotate_half(x), "wrong half", "x = (1, 2, 3, 4)")
     fails(check, lambda x: torch.cat(x.chunk(2, -1)[::-1], -1), "minus sign is missing")
-    fails(check, lambda x: torch.stack((-x[..., 1::2], x[..., 0::2]), -1).flatten(-2),
-          "interleaved quarter turn")
-    fails(check, lambda x: rotate_half(x) if x.ndim == 1 else rotate_half(x)[..., :1],
-          "shape (2, 3, 5, 8)")
+    fails(
+        check,
+        lambda x: torch.stack((-x[..., 1::2], x[..., 0::2]), -1).flatten(-2),
+        "interleaved quarter turn",
+    )
+    fails(
+        check,
+        lambda x: rotate_half(x) if x.ndim == 1 else rotate_half(x)[..., :1],
+        "shape (2, 3, 5, 8)",
+    )
 
 
 def next_positions(mask, new):
     if mask.ndim != 2:
-        raise ValueError(f"attention_mask must have shape (batch, seq_len), got {mask.shape}")
+        raise ValueError(
+            f"attention_mask must have shape (batch, seq_len), got {mask.shape}"
+        )
     return mask.long().sum(1, keepdim=True) + torch.arange(new)
 
 
 def test_ex_6_5(capsys) -> None:
     passes(CH6.check_next_position_ids, next_positions, 4, capsys)
     check = CH6.check_next_position_ids
-    fails(check, lambda m, n: m.shape[1] + torch.arange(n).expand(m.shape[0], n),
-          "padding is counted", "attention_mask = [[0, 0, 1, 1, 1]")
-    fails(check, lambda m, n: torch.arange(n).expand(m.shape[0], n), "cache is forgotten")
+    fails(
+        check,
+        lambda m, n: m.shape[1] + torch.arange(n).expand(m.shape[0], n),
+        "padding is counted",
+        "attention_mask = [[0, 0, 1, 1, 1]",
+    )
+    fails(
+        check, lambda m, n: torch.arange(n).expand(m.shape[0], n), "cache is forgotten"
+    )
     fails(check, lambda m, n: next_positions(m, n) - 1, "(real tokens - 1)")
     fails(check, lambda m, n: next_positions(m, n) + 1, "not (real tokens + 1)")
-    fails(check, lambda m, n: m.sum(-1, keepdim=True) + torch.arange(n)
-          if m.ndim == 2 else m.sum(), "a 1-D mask", "got no error")
+    fails(
+        check,
+        lambda m, n: (
+            m.sum(-1, keepdim=True) + torch.arange(n) if m.ndim == 2 else m.sum()
+        ),
+        "a 1-D mask",
+        "got no error",
+    )
 
 
 # --------------------------------------------------------------------------- Chapter 7
@@ -493,12 +639,21 @@ def first_zero(d, base=10000.0):
 def test_ex_7_2(capsys) -> None:
     passes(CH7.check_first_zero_finite_sum, first_zero, 12, capsys)
     check = CH7.check_first_zero_finite_sum
-    fails(check, lambda d, base=1e4: float(np.ceil(first_zero(d, base))), "*integer* offset",
-          "d = 2, base = 10000")
+    fails(
+        check,
+        lambda d, base=1e4: float(np.ceil(first_zero(d, base))),
+        "*integer* offset",
+        "d = 2, base = 10000",
+    )
     x0 = brentq(lambda x: sici(x)[1], 0.3, 1.0)
-    fails(check, lambda d, base=1e4: CH7.first_zero_integral(base), "zero of the integral")
-    fails(check, lambda d, base=1e4: 3 * np.pi / 2 if d == 2 else first_zero(d, base),
-          "not the first")
+    fails(
+        check, lambda d, base=1e4: CH7.first_zero_integral(base), "zero of the integral"
+    )
+    fails(
+        check,
+        lambda d, base=1e4: 3 * np.pi / 2 if d == 2 else first_zero(d, base),
+        "not the first",
+    )
     fails(check, lambda d, base=1e4: first_zero(d, base) + 1e-3, "expected a zero in")
     assert x0 > 0.6
 
@@ -507,8 +662,13 @@ def base_for_context(L):
     if L < 10:
         raise ValueError(f"the context length L must be at least 10, got {L}")
     x0 = brentq(lambda x: sici(x)[1], 0.3, 1.0)
-    return brentq(lambda b: CH7.first_zero_integral(b) - L, (L - 3.8) / x0, (L + 3.8) / x0,
-                  xtol=1e-9, rtol=1e-12)
+    return brentq(
+        lambda b: CH7.first_zero_integral(b) - L,
+        (L - 3.8) / x0,
+        (L + 3.8) / x0,
+        xtol=1e-9,
+        rtol=1e-12,
+    )
 
 
 def test_ex_7_3(capsys) -> None:

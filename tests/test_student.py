@@ -343,21 +343,32 @@ def test_solutions_pass_their_checks(path: Path) -> None:
 
 @pytest.mark.parametrize("path", PATHS, ids=IDS)
 def test_check_definitions_are_folded_and_out_of_the_way(path: Path) -> None:
-    """Check functions hide their expected answers: each cell defining one is an `export`
-    cell folded on the site (`hide-input`) and in JupyterLab (`source_hidden`), placed before
-    the chapter's first exercise, never between a stub and its check."""
+    """Check functions hide their expected answers: each cell defining one is an
+    `export` cell folded on the site (`hide-input`) and in JupyterLab (`source_hidden`),
+    placed before the chapter's first exercise, never between a stub and its check."""
     nb = read(path)
-    first_exercise = next(k for k, c in enumerate(nb.cells)
-                          if c.cell_type == "markdown" and EXERCISE.search(c.source))
+    first_exercise = next(
+        k
+        for k, c in enumerate(nb.cells)
+        if c.cell_type == "markdown" and EXERCISE.search(c.source)
+    )
     defined = set()
     for k, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or "ExerciseCheck(" not in cell.source:
             continue
         where = f"{path.name}, cell {k} ({source_head(cell)!r})"
-        assert {"export", "hide-input"} <= set(tags(cell)), f"{where}: tag it export and hide-input"
-        assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, \
+        assert {"export", "hide-input"} <= set(tags(cell)), (
+            f"{where}: tag it export and hide-input"
+        )
+        assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, (
             f"{where}: set metadata jupyter.source_hidden = true"
+        )
         assert k < first_exercise, f"{where}: define checks before the first exercise"
         defined.update(re.findall(r"^def (check_\w+)\(", cell.source, re.M))
-    called = {re.match(r"\s*(check_\w+)\(", nb.cells[k].source).group(1) for k in check_cells(nb)}
-    assert called <= defined, f"{path.name}: checks {sorted(called - defined)} are not folded checks"
+    called = {
+        re.match(r"\s*(check_\w+)\(", nb.cells[k].source).group(1)
+        for k in check_cells(nb)
+    }
+    assert called <= defined, (
+        f"{path.name}: checks {sorted(called - defined)} are not folded checks"
+    )
