@@ -4,8 +4,7 @@ For every check: an independent correct answer passes and the success line count
 checks that ran; each typical mistake the check claims to recognise is fed in and the
 message must show the failing case's input and name that mistake; every other branch
 (shape, in-place edits, a missing or borrowed ValueError, forbidden helpers) is hit
-by one
-wrong answer.
+by one wrong answer.
 """
 
 from __future__ import annotations
