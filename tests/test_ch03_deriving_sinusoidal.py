@@ -124,7 +124,7 @@ def test_interleaved_matches_definition_and_complex_form(T, d, base):
     assert np.allclose((P**2).sum(axis=1), d / 2)
 
 
-@pytest.mark.parametrize("fn", ["sinusoidal_interleaved", "sinusoidal_concatenated", "sinusoidal_tutorial_loop"])
+@pytest.mark.parametrize("fn", ["sinusoidal_interleaved", "sinusoidal_concatenated"])
 def test_encodings_reject_bad_input(fn):
     f = getattr(ch, fn)
     assert f(0, 8).shape == (0, 8)
@@ -140,24 +140,6 @@ def test_encodings_reject_bad_input(fn):
         f(4, 8, 0.0)
     with pytest.raises(ValueError, match="base must be"):
         f(4, 8, float("inf"))
-
-
-def test_exponent_rules():
-    d = 16
-    T = 40
-    tables = {r: ch.sinusoidal_from_exponents(T, ch.exponent_rule(r, d))
-              for r in ("correct", "column index", "doubled index", "missing factor 2")}
-    assert np.allclose(tables["correct"], ch.sinusoidal_interleaved(T, d))
-    assert np.allclose(tables["doubled index"], ch.sinusoidal_tutorial_loop(T, d))
-    assert np.allclose(tables["missing factor 2"], ch.sinusoidal_interleaved(T, d, 100.0))
-    for r in ("column index", "doubled index"):
-        assert ch.diagonal_spread(tables[r] @ tables[r].T) > 1.0
-    with pytest.raises(ValueError, match="unknown rule"):
-        ch.exponent_rule("typo", d)
-    with pytest.raises(ValueError, match="even length"):
-        ch.sinusoidal_from_exponents(4, np.zeros(3))
-    with pytest.raises(ValueError, match="finite"):
-        ch.sinusoidal_from_exponents(4, np.array([0.0, np.nan]))
 
 
 # --- general H -----------------------------------------------------------------------------
