@@ -6,6 +6,7 @@ check below it passes), but neither its source nor its output reaches the page.
 sphinx-exercise's ``hide_solutions`` is switched on as well, for any ``{solution}``
 outside such a cell. ``make book-no-solutions`` sets the variable.
 """
+
 from __future__ import annotations
 
 import json
