@@ -5,7 +5,8 @@ For every notebook in notebooks/ it
 2. points the Colab badge in the title cell at this notebook in the book's repository;
 3. copies every ``copy:X`` cell from the cell tagged ``name:X`` (single source for functions a
    later chapter reuses);
-4. strips outputs, execution counts and per-user metadata (outputs are never committed).
+4. strips outputs, execution counts and per-user metadata (outputs are never committed);
+5. writes the Colab editions colab/NN_topic.ipynb and colab/student/ (tools/make_colab.py).
 
 Run ``python tools/sync_notebooks.py`` after editing a notebook; tests run ``--check``.
 """
@@ -21,6 +22,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nbtools import ROOT, notebook_paths, read, tag_values, tags, write  # noqa: E402
+from make_colab import write_editions  # noqa: E402
 
 # Packages a fresh Colab runtime lacks, keyed by the module a notebook imports.
 COLAB_EXTRAS = {
@@ -117,7 +119,8 @@ def colab_url(notebook: Path) -> str:
 def badge_html(notebook: Path) -> str:
     """One line of raw HTML: the Colab badge as an inline SVG image (no external request)."""
     data = base64.b64encode(BADGE_SVG.encode()).decode()
-    return (f'{BADGE_MARK}<a href="{colab_url(notebook)}" target="_blank" rel="noopener">'
+    edition = ROOT / "colab" / notebook.name  # the Colab edition (tools/make_colab.py)
+    return (f'{BADGE_MARK}<a href="{colab_url(edition)}" target="_blank" rel="noopener">'
             f'<img src="data:image/svg+xml;base64,{data}" alt="Open in Colab"/></a>')
 
 
@@ -197,6 +200,7 @@ def main() -> int:
             drift.append(f"{path.name}: {', '.join(changes)}")
             if not args.check:
                 write(nb, path)
+    drift += write_editions(nbs, check=args.check)  # colab/ (tools/make_colab.py)
     if drift and args.check:
         print("Notebooks are out of sync; run `make sync` (python tools/sync_notebooks.py):")
         print("\n".join("  " + d for d in drift))
