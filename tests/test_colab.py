@@ -1,8 +1,9 @@
 """Colab editions (tools/make_colab.py): plain Markdown that Colab renders, no raw MyST.
 
-Every notebook a Colab badge opens (colab/ and colab/student/) is rendered with a CommonMark
-renderer (markdown-it-py), and neither its source nor the HTML may show MyST syntax.
+Every notebook a Colab badge opens (colab/ and colab/student/) is rendered with a
+CommonMark renderer (markdown-it-py); neither its source nor the HTML may show MyST.
 """
+
 from __future__ import annotations
 
 import re
@@ -10,16 +11,22 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from markdown_it import MarkdownIt
+
 from conftest import ROOT, SITE
 from make_colab import COLAB, Book, Converter, colab_edition, make_book, write_editions
-from markdown_it import MarkdownIt
 from nbtools import notebook_paths, read, tags
 
 CHAPTERS = notebook_paths()
-EDITIONS = [COLAB / p.name for p in CHAPTERS] + [COLAB / "student" / p.name for p in CHAPTERS]
-MYST = re.compile(r"\{(doc|ref|eq|numref|term|math|download|abbr|prf:[\w-]+|cite(:\w+)?)\}(`|<code>)"
-                  r"|```\{|:::\{|^\s*\([\w:.-]+\)=\s*$|^\s*:(label|class|nonumber):"
-                  r'|class="language-\{', re.M)
+EDITIONS = [COLAB / p.name for p in CHAPTERS] + [
+    COLAB / "student" / p.name for p in CHAPTERS
+]
+MYST = re.compile(
+    r"\{(doc|ref|eq|numref|term|math|download|abbr|prf:[\w-]+|cite(:\w+)?)\}(`|<code>)"
+    r"|```\{|:::\{|^\s*\([\w:.-]+\)=\s*$|^\s*:(label|class|nonumber):"
+    r'|class="language-\{',
+    re.M,
+)
 
 
 def test_editions_are_up_to_date() -> None:
@@ -27,13 +34,18 @@ def test_editions_are_up_to_date() -> None:
     assert not stale, f"run `make sync`: {stale}"
 
 
-@pytest.mark.parametrize("path", EDITIONS, ids=lambda p: p.relative_to(COLAB).as_posix())
+@pytest.mark.parametrize(
+    "path", EDITIONS, ids=lambda p: p.relative_to(COLAB).as_posix()
+)
 def test_commonmark_shows_no_myst(path: Path) -> None:
     renderer = MarkdownIt("commonmark")
     for k, cell in enumerate(read(path).cells):
         if cell.cell_type != "markdown":
             continue
-        for where, text in (("source", cell.source), ("rendered", renderer.render(cell.source))):
+        for where, text in (
+            ("source", cell.source),
+            ("rendered", renderer.render(cell.source)),
+        ):
             found = MYST.search(text)
             assert not found, f"{path.name} cell {k} ({where}) shows MyST: {found[0]!r}"
 
@@ -42,8 +54,11 @@ def test_commonmark_shows_no_myst(path: Path) -> None:
 def test_code_is_the_chapter_code(chapter: Path) -> None:
     """Colab runs the chapter's own code: only solution cells get a Colab title line."""
     source = [c.source for c in read(chapter).cells if c.cell_type == "code"]
-    edition = [re.sub(r"\A# @title [^\n]*\n", "", c.source)
-               for c in read(COLAB / chapter.name).cells if c.cell_type == "code"]
+    edition = [
+        re.sub(r"\A# @title [^\n]*\n", "", c.source)
+        for c in read(COLAB / chapter.name).cells
+        if c.cell_type == "code"
+    ]
     assert edition == source
 
 
@@ -62,14 +77,21 @@ def test_conversion_of_each_construct() -> None:
     md = nbformat.v4.new_markdown_cell
     cells = [
         md("# Demo\n\n<!-- colab-badge -->"),
-        md("(sec-09-start)=\n## Start\n\n```{prf:theorem} Shift\n:label: thm-09-shift\n\n"
-           "For all $m$.\n```\n\n```{prf:proof}\nObvious.\n```\n\n$$\na = b\n$$ (eq-09-a)\n\n"
-           "By {prf:ref}`thm-09-shift`, {eq}`eq-09-a` and {ref}`the start <sec-09-start>`; "
-           "{cite:t}`vaswani2017attention` and {cite:p}`su2024roformer,press2022alibi`; "
-           "{doc}`notation <../book/notation>`, {math}`\\theta`.\n\n"
-           "```{note}\nA note.\n```\n\n````{exercise} Try\n:label: ex-09-try\n\nDo it.\n\n"
-           "```python\nx = 1\n```\n````"),
-        md("```{solution} ex-09-try\n:class: dropdown\n\nDone.\n```", metadata={"tags": ["solution"]}),
+        md(
+            "(sec-09-start)=\n## Start\n\n```{prf:theorem} Shift\n"
+            ":label: thm-09-shift\n\nFor all $m$.\n```\n\n```{prf:proof}\nObvious.\n"
+            "```\n\n$$\na = b\n$$ (eq-09-a)\n\nBy {prf:ref}`thm-09-shift`, "
+            "{eq}`eq-09-a` and {ref}`the start <sec-09-start>`; "
+            "{cite:t}`vaswani2017attention` and "
+            "{cite:p}`su2024roformer,press2022alibi`; "
+            "{doc}`notation <../book/notation>`, {math}`\\theta`.\n\n"
+            "```{note}\nA note.\n```\n\n````{exercise} Try\n:label: ex-09-try\n\n"
+            "Do it.\n\n```python\nx = 1\n```\n````"
+        ),
+        md(
+            "```{solution} ex-09-try\n:class: dropdown\n\nDone.\n```",
+            metadata={"tags": ["solution"]},
+        ),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
     path = ROOT / "notebooks" / "09_demo.ipynb"
@@ -88,10 +110,15 @@ def test_conversion_of_each_construct() -> None:
     assert f"[notation]({book.site}book/notation.html)" in text and "$\\theta$" in text
     assert "> **Note.** A note." in text
     assert "**Exercise 9.1 (Try).** Do it.\n\n```python\nx = 1\n```" in text
-    assert "<details><summary>Solution to Exercise 9.1</summary>\n\nDone.\n\n</details>" in text
+    assert (
+        "<details><summary>Solution to Exercise 9.1</summary>\n\nDone.\n\n</details>"
+        in text
+    )
     assert "(sec-09-start)=" not in text and ":label:" not in text
-    assert Converter(book, 9).convert("{cite:t}`su2021sinusoidal`") == \
-        f"[Su (2021)]({book.site}book/bibliography.html)"
+    assert (
+        Converter(book, 9).convert("{cite:t}`su2021sinusoidal`")
+        == f"[Su (2021)]({book.site}book/bibliography.html)"
+    )
 
 
 def test_links_reach_built_pages() -> None:
@@ -101,14 +128,22 @@ def test_links_reach_built_pages() -> None:
     book = make_book({p: read(p) for p in CHAPTERS})
     missing, ids = [], {}
     for path in EDITIONS:
-        text = "\n".join(c.source for c in read(path).cells if c.cell_type == "markdown")
-        for url in set(re.findall(r"\]\((" + re.escape(book.site) + r"[^)\s]*)\)", text)):
+        text = "\n".join(
+            c.source for c in read(path).cells if c.cell_type == "markdown"
+        )
+        for url in set(
+            re.findall(r"\]\((" + re.escape(book.site) + r"[^)\s]*)\)", text)
+        ):
             page, _, anchor = url.removeprefix(book.site).partition("#")
             target = SITE / page
             if not target.is_file():
                 missing.append(url)
             elif anchor:
-                ids.setdefault(target, set(re.findall(r'id="([^"]+)"', target.read_text())))
+                ids.setdefault(
+                    target, set(re.findall(r'id="([^"]+)"', target.read_text()))
+                )
                 if anchor not in ids[target]:
                     missing.append(url)
-    assert not missing, f"links to pages or anchors the site does not have: {sorted(missing)}"
+    assert not missing, (
+        f"links to pages or anchors the site does not have: {sorted(missing)}"
+    )

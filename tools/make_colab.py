@@ -1,23 +1,27 @@
-"""Colab editions: every chapter with its MyST turned into the plain Markdown Colab renders.
+"""Colab editions: each chapter with its MyST turned into Markdown that Colab renders.
 
-    python tools/make_colab.py [--check]          (``make sync`` runs it after the sync)
+    python tools/make_colab.py [--check]        (``make sync`` runs it after the sync)
 
 Colab renders CommonMark and MathJax but loads no extensions, so a chapter's roles and
-directives would show as raw text there. For every ``notebooks/NN_topic.ipynb`` this writes
+directives would show as raw text there. For every ``notebooks/NN_topic.ipynb`` this
+writes
 
-- ``colab/NN_topic.ipynb``: the same cells, with ``{doc}``/``{ref}`` links pointing at the
-  website's pages, theorems, definitions, exercises (...) as numbered bold titles ("**Theorem
-  5.2 (title).**"), ``{prf:ref}``/``{eq}``/``{numref}`` as their number with a link, citations
-  as "Author (year)" linked to the bibliography page, ``(label)=`` targets dropped, admonitions
-  as quotes, solutions folded (``<details>`` for Markdown, a Colab form for solution code);
-- ``colab/student/NN_topic.ipynb``: the same from the student version (tools/make_student.py):
-  no solutions at all.
+- ``colab/NN_topic.ipynb``: the same cells, with ``{doc}``/``{ref}`` links pointing at
+  the website; theorems, definitions, exercises (...) as numbered bold titles
+  ("**Theorem 5.2 (title).**"); ``{prf:ref}``/``{eq}``/``{numref}`` as their number
+  with a link; citations as "Author (year)" linked to the bibliography page;
+  ``(label)=`` targets dropped; admonitions as quotes; solutions folded
+  (``<details>`` for Markdown, a hidden Colab form for solution code);
+- ``colab/student/NN_topic.ipynb``: the same from the student version
+  (tools/make_student.py), so no solutions at all.
 
-The numbers are the website's: sphinx-proof counts each kind per chapter (Theorem 3.1, Lemma
-3.1, ...), sphinx-exercise counts exercises, Sphinx counts labelled equations. The website's
-address is ``html.baseurl`` in _config.yml. Both editions are committed (the Colab badges open
-them from GitHub); ``sync_notebooks.py --check`` fails when one is stale.
+The numbers are the website's: sphinx-proof counts each kind per chapter (Theorem 3.1,
+Lemma 3.1, ...), sphinx-exercise counts exercises, Sphinx counts labelled equations.
+The website's address is ``html.baseurl`` in _config.yml. Both editions are committed
+(the Colab badges open them from GitHub); ``sync_notebooks.py --check`` fails when one
+is stale.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,28 +38,60 @@ import nbformat
 import yaml
 from pybtex.database import parse_file
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_student import notebook_bytes, student_notebook  # noqa: E402
-from nbtools import NOTEBOOKS, ROOT, notebook_paths, read, tags  # noqa: E402
+from make_student import notebook_bytes, student_notebook
+from nbtools import NOTEBOOKS, ROOT, notebook_paths, read, tags
 
 COLAB = ROOT / "colab"
 BIBFILE = ROOT / "book" / "references.bib"
-PRF_KINDS = {"theorem", "lemma", "definition", "corollary", "proposition", "remark", "example",
-             "conjecture", "axiom", "criterion", "observation", "property", "assumption",
-             "notation", "algorithm"}
+PRF_KINDS = {
+    "theorem",
+    "lemma",
+    "definition",
+    "corollary",
+    "proposition",
+    "remark",
+    "example",
+    "conjecture",
+    "axiom",
+    "criterion",
+    "observation",
+    "property",
+    "assumption",
+    "notation",
+    "algorithm",
+}
 NUMBERED = {f"prf:{k}" for k in PRF_KINDS} | {"exercise"}
-ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention", "danger",
-               "error", "seealso", "admonition", "dropdown", "margin", "sidebar", "topic"}
+ADMONITIONS = {
+    "note",
+    "tip",
+    "hint",
+    "important",
+    "warning",
+    "caution",
+    "attention",
+    "danger",
+    "error",
+    "seealso",
+    "admonition",
+    "dropdown",
+    "margin",
+    "sidebar",
+    "topic",
+}
 
-FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:+-]+)\}\s*(?P<arg>.*)$")
+FENCE = re.compile(
+    r"^(?P<indent>\s*)(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:+-]+)\}\s*(?P<arg>.*)$"
+)
 PLAIN_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 TARGET = re.compile(r"^\s*\(([\w:.-]+)\)=\s*$")
 OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
 ROLE = re.compile(r"\{([a-zA-Z][\w:+-]*)\}`([^`]*)`")
 EQ_LABEL = re.compile(r"\$\$\s*\(([\w:.-]+)\)[ \t]*$", re.M)
 HEADING = re.compile(r"^#+\s+(.*)$")
-BADGE_URL = re.compile(r"(https://colab\.research\.google\.com/github/[^\"]*?/blob/[^/\"]+/)"
-                       r"(?:notebooks|colab)/(?:student/)?(\d\d_\w+\.ipynb)")
+BADGE_URL = re.compile(
+    r"(https://colab\.research\.google\.com/github/[^\"]*?/blob/[^/\"]+/)"
+    r"(?:notebooks|colab)/(?:student/)?(\d\d_\w+\.ipynb)"
+)
 
 
 @dataclass
@@ -66,10 +102,10 @@ class Target:
 
 @dataclass
 class Book:
-    """What every chapter's conversion needs: the site, the citations, every label's number."""
+    """What each chapter's conversion needs: the site, citations, every label."""
 
     site: str
-    citations: dict[str, str]                 # key -> "Vaswani et al." + year, see cite()
+    citations: dict[str, str]  # key -> "Vaswani et al." + year, see cite()
     years: dict[str, str]
     targets: dict[str, Target] = field(default_factory=dict)
 
@@ -79,7 +115,9 @@ def site_url() -> str:
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     url = (config.get("html") or {}).get("baseurl") or ""
     if not url.startswith("https://"):
-        raise ValueError("set html.baseurl in _config.yml to the website's https address")
+        raise ValueError(
+            "set html.baseurl in _config.yml to the website's https address"
+        )
     return url.rstrip("/") + "/"
 
 
@@ -109,7 +147,12 @@ def chapter_of(path: Path) -> int:
 
 def page_url(book: Book, target: str) -> str:
     """The site address of a ``{doc}`` target written relative to notebooks/."""
-    path = (NOTEBOOKS / target.split("#")[0]).resolve().relative_to(ROOT).with_suffix(".html")
+    path = (
+        (NOTEBOOKS / target.split("#")[0])
+        .resolve()
+        .relative_to(ROOT)
+        .with_suffix(".html")
+    )
     return book.site + path.as_posix()
 
 
@@ -118,25 +161,28 @@ def doc_title(target: str) -> str:
     base = NOTEBOOKS / target.split("#")[0]
     for path in (base.with_suffix(".ipynb"), base.with_suffix(".md")):
         if path.is_file():
-            text = "\n".join(c.source for c in read(path).cells[:1]) if path.suffix == ".ipynb" \
+            text = (
+                "\n".join(c.source for c in read(path).cells[:1])
+                if path.suffix == ".ipynb"
                 else path.read_text()
+            )
             found = re.search(r"^#\s+(.+)$", text, re.M)
             return found[1].strip() if found else target
     return target
 
 
 def directives(text: str):
-    """(name, arg, options, body lines) of every directive in a cell, outermost first."""
+    """(name, argument, options) of every directive in a cell, outermost first."""
     lines = text.split("\n")
     for k, line in enumerate(lines):
         match = FENCE.match(line)
         if match:
-            options, _ = parse_options(lines[k + 1:])
+            options, _ = parse_options(lines[k + 1 :])
             yield match["name"], match["arg"].strip(), options
 
 
 def parse_options(body: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Leading ``:key: value`` lines of a directive body (and an optional YAML block)."""
+    """Leading ``:key: value`` lines of a directive body (or a YAML block)."""
     options, k = {}, 0
     if body and body[0].strip() == "---":
         end = body.index("---", 1)
@@ -148,7 +194,7 @@ def parse_options(body: list[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
-    """Number every labelled theorem, exercise, equation and section as the website does."""
+    """Number every labelled theorem, exercise, equation, section as the site does."""
     for path, nb in nbs.items():
         chapter, page = chapter_of(path), page_url(book, path.name)
         counts: Counter[str] = Counter()
@@ -160,15 +206,23 @@ def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
                     counts[name] += 1
                     number = f"{kind_title(name)} {chapter}.{counts[name]}"
                     if "label" in options:
-                        book.targets[options["label"]] = Target(number, f"{page}#{options['label']}")
+                        book.targets[options["label"]] = Target(
+                            number, f"{page}#{options['label']}"
+                        )
             for label in EQ_LABEL.findall(cell.source):
                 counts["eq"] += 1
-                book.targets[label] = Target(f"({chapter}.{counts['eq']})", f"{page}#equation-{label}")
+                book.targets[label] = Target(
+                    f"({chapter}.{counts['eq']})", f"{page}#equation-{label}"
+                )
             lines = cell.source.split("\n")
             for k, line in enumerate(lines):
-                if (match := TARGET.match(line)):
-                    heading = next((h for h in lines[k + 1:] if h.strip()), "")
-                    text = HEADING.match(heading)[1] if HEADING.match(heading) else match[1]
+                if match := TARGET.match(line):
+                    heading = next((h for h in lines[k + 1 :] if h.strip()), "")
+                    text = (
+                        HEADING.match(heading)[1]
+                        if HEADING.match(heading)
+                        else match[1]
+                    )
                     book.targets[match[1]] = Target(text, f"{page}#{match[1]}")
 
 
@@ -178,12 +232,14 @@ def kind_title(name: str) -> str:
 
 @dataclass
 class Converter:
-    """Turns one chapter's MyST into Markdown; keeps the running numbers of its directives."""
+    """One chapter's MyST to Markdown; keeps the running numbers of its directives."""
 
     book: Book
     chapter: int
     counts: Counter = field(default_factory=Counter)
-    solution_for: str | None = None      # set by {solution-start}: the next code cell's title
+    solution_for: str | None = (
+        None  # set by {solution-start}: the next code cell's title
+    )
 
     def role(self, match: re.Match) -> str:
         name, content = match[1], match[2]
@@ -214,16 +270,26 @@ class Converter:
         bib = f"{self.book.site}book/bibliography.html"
         missing = [k for k in keys if k not in self.book.citations]
         if missing:
-            raise ValueError(f"unknown citation keys {missing}: add them to book/references.bib")
+            raise ValueError(
+                f"unknown citation keys {missing}: add them to book/references.bib"
+            )
+
         def label(k: str) -> str:
             return self.book.citations[k]
+
         if name in ("cite:t", "cite:ts"):
-            return "; ".join(f"[{label(k)} ({self.book.years[k]})]({bib})" for k in keys)
+            return "; ".join(
+                f"[{label(k)} ({self.book.years[k]})]({bib})" for k in keys
+            )
         if name == "cite:year":
             return "; ".join(f"[{self.book.years[k]}]({bib})" for k in keys)
         if name == "cite:author":
             return "; ".join(f"[{label(k)}]({bib})" for k in keys)
-        return "(" + "; ".join(f"[{label(k)}, {self.book.years[k]}]({bib})" for k in keys) + ")"
+        return (
+            "("
+            + "; ".join(f"[{label(k)}, {self.book.years[k]}]({bib})" for k in keys)
+            + ")"
+        )
 
     def inline(self, text: str) -> str:
         """Roles and equation labels in a run of ordinary lines."""
@@ -232,6 +298,7 @@ class Converter:
         def tag(match: re.Match) -> str:
             found = self.book.targets.get(match[1])
             return f"\\tag{{{found.text.strip('()')}}}$$" if found else "$$"
+
         return EQ_LABEL.sub(tag, text)
 
     def convert(self, text: str) -> str:
@@ -241,20 +308,34 @@ class Converter:
             if run:
                 out.append(self.inline("\n".join(run)))
                 run.clear()
+
         while k < len(lines):
             line = lines[k]
             if (match := FENCE.match(line)) or PLAIN_FENCE.match(line):
                 fence = match["fence"] if match else PLAIN_FENCE.match(line)[1]
-                end = next((j for j in range(k + 1, len(lines))
-                            if re.fullmatch(rf"\s*{re.escape(fence[0])}{{{len(fence)},}}\s*",
-                                            lines[j])), len(lines))
+                end = next(
+                    (
+                        j
+                        for j in range(k + 1, len(lines))
+                        if re.fullmatch(
+                            rf"\s*{re.escape(fence[0])}{{{len(fence)},}}\s*", lines[j]
+                        )
+                    ),
+                    len(lines),
+                )
                 flush()
                 if match:
-                    options, body = parse_options(lines[k + 1:end])
-                    out.append(self.directive(match["name"], match["arg"].strip(), options,
-                                              "\n".join(body).strip("\n")))
+                    options, body = parse_options(lines[k + 1 : end])
+                    out.append(
+                        self.directive(
+                            match["name"],
+                            match["arg"].strip(),
+                            options,
+                            "\n".join(body).strip("\n"),
+                        )
+                    )
                 else:
-                    out.extend(lines[k:end + 1])
+                    out.extend(lines[k : end + 1])
                 k = end + 1
             elif TARGET.match(line):
                 k += 1
@@ -273,8 +354,10 @@ class Converter:
         if name == "prf:proof":
             return lead("*Proof.*", self.convert(body)) + " ∎"
         if name == "solution":
-            return (f"<details><summary>Solution to {self.exercise(arg)}</summary>\n\n"
-                    f"{self.convert(body)}\n\n</details>")
+            return (
+                f"<details><summary>Solution to {self.exercise(arg)}</summary>\n\n"
+                f"{self.convert(body)}\n\n</details>"
+            )
         if name == "solution-start":
             self.solution_for = self.exercise(arg)
             return ""
@@ -283,16 +366,30 @@ class Converter:
             return ""
         if name == "math":
             label = options.get("label")
-            tag = f" \\tag{{{self.book.targets[label].text.strip('()')}}}" if label else ""
+            tag = (
+                f" \\tag{{{self.book.targets[label].text.strip('()')}}}"
+                if label
+                else ""
+            )
             return f"$$\n{body}{tag}\n$$"
         if name in ADMONITIONS:
-            title = self.inline(arg) if arg else {"seealso": "See also"}.get(name, name.capitalize())
+            title = (
+                self.inline(arg)
+                if arg
+                else {"seealso": "See also"}.get(name, name.capitalize())
+            )
             content = self.convert(body)
             if name == "dropdown" or "dropdown" in str(options.get("class", "")):
                 return f"<details><summary>{title}</summary>\n\n{content}\n\n</details>"
-            return "\n".join("> " + ln if ln else ">" for ln in
-                             lead(f"**{title}.**", content).split("\n"))
-        return lead(f"**{self.inline(arg)}**", self.convert(body)) if arg else self.convert(body)
+            return "\n".join(
+                "> " + ln if ln else ">"
+                for ln in lead(f"**{title}.**", content).split("\n")
+            )
+        return (
+            lead(f"**{self.inline(arg)}**", self.convert(body))
+            if arg
+            else self.convert(body)
+        )
 
     def exercise(self, label: str) -> str:
         found = self.book.targets.get(label.strip())
@@ -300,31 +397,42 @@ class Converter:
 
 
 def lead(title: str, body: str) -> str:
-    """A bold title run into the first paragraph, or on its own line before math, lists, code."""
-    if not body or re.match(r"\s*(\$\$|[-*+] |\d+\. |`{3}|~{3}|>|\||<|#|\\begin)", body):
+    """A bold title run into the first paragraph, or alone before math, lists, code."""
+    if not body or re.match(
+        r"\s*(\$\$|[-*+] |\d+\. |`{3}|~{3}|>|\||<|#|\\begin)", body
+    ):
         return f"{title}\n\n{body}".rstrip()
     return f"{title} {body}"
 
 
-def colab_edition(nb: nbformat.NotebookNode, path: Path, book: Book,
-                  student: bool = False) -> nbformat.NotebookNode:
+def colab_edition(
+    nb: nbformat.NotebookNode, path: Path, book: Book, student: bool = False
+) -> nbformat.NotebookNode:
     """The Colab edition of one chapter (``student``: from its student version)."""
     out = student_notebook(nb) if student else copy.deepcopy(nb)
     converter, cells = Converter(book, chapter_of(path)), []
     edition = "colab/student" if student else "colab"
     for cell in out.cells:
         if cell.cell_type == "markdown":
-            cell.source = BADGE_URL.sub(rf"\g<1>{edition}/\g<2>", converter.convert(cell.source))
+            cell.source = BADGE_URL.sub(
+                rf"\g<1>{edition}/\g<2>", converter.convert(cell.source)
+            )
             if not cell.source.strip():
                 continue
-            if converter.solution_for:        # prose between solution-start and solution-end
-                cell.source = (f"<details><summary>Solution to {converter.solution_for}"
-                               f"</summary>\n\n{cell.source}\n\n</details>")
+            if converter.solution_for:  # prose between solution-start and solution-end
+                cell.source = (
+                    f"<details><summary>Solution to {converter.solution_for}"
+                    f"</summary>\n\n{cell.source}\n\n</details>"
+                )
         elif cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if converter.solution_for and "solution" in tags(cell):
-                cell.source = f"# @title Solution to {converter.solution_for}\n{cell.source}"
-                cell.metadata["cellView"] = "form"        # Colab shows the title, hides the code
+                cell.source = (
+                    f"# @title Solution to {converter.solution_for}\n{cell.source}"
+                )
+                cell.metadata["cellView"] = (
+                    "form"  # Colab shows the title, hides the code
+                )
                 cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
         cells.append(cell)
     out.cells = cells
@@ -338,7 +446,9 @@ def make_book(nbs: dict[Path, nbformat.NotebookNode]) -> Book:
     return book
 
 
-def write_editions(nbs: dict[Path, nbformat.NotebookNode], check: bool = False) -> list[str]:
+def write_editions(
+    nbs: dict[Path, nbformat.NotebookNode], check: bool = False
+) -> list[str]:
     """Write (or with ``check``, compare) every Colab edition; return what was stale."""
     book, stale, wanted = make_book(nbs), [], set()
     for path, nb in nbs.items():
@@ -360,7 +470,9 @@ def write_editions(nbs: dict[Path, nbformat.NotebookNode], check: bool = False) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="report stale editions only")
+    parser.add_argument(
+        "--check", action="store_true", help="report stale editions only"
+    )
     args = parser.parse_args(argv)
     stale = write_editions({p: read(p) for p in notebook_paths()}, check=args.check)
     print("\n".join(stale) if stale else "Colab editions up to date")
