@@ -24,7 +24,7 @@ EDITIONS = [COLAB / p.name for p in CHAPTERS] + [
 MYST = re.compile(
     r"\{(doc|ref|eq|numref|term|math|download|abbr|prf:[\w-]+|cite(:\w+)?)\}(`|<code>)"
     r"|```\{|:::\{|^\s*\([\w:.-]+\)=\s*$|^\s*:(label|class|nonumber):"
-    r'|class="language-\{',
+    r'|class="language-\{|\[\^[\w-]+\]',
     re.M,
 )
 
@@ -86,7 +86,7 @@ def test_conversion_of_each_construct() -> None:
             "{cite:p}`su2024roformer,press2022alibi`; "
             "{doc}`notation <../book/notation>`, {math}`\\theta`.\n\n"
             "```{note}\nA note.\n```\n\n````{exercise} Try\n:label: ex-09-try\n\n"
-            "Do it.\n\n```python\nx = 1\n```\n````"
+            "Do it.\n\n```python\nx = 1\n```\n````\n\nA note[^fn].\n\n[^fn]: Here."
         ),
         md(
             "```{solution} ex-09-try\n:class: dropdown\n\nDone.\n```",
@@ -114,6 +114,7 @@ def test_conversion_of_each_construct() -> None:
         "<details><summary>Solution to Exercise 9.1</summary>\n\nDone.\n\n</details>"
         in text
     )
+    assert "A note<sup>1</sup>." in text and "<sup>1</sup> Here." in text
     assert "(sec-09-start)=" not in text and ":label:" not in text
     assert (
         Converter(book, 9).convert("{cite:t}`su2021sinusoidal`")

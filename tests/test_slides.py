@@ -1,6 +1,6 @@
 """Slides: one reveal.js deck per chapter, by nbconvert from the executed notebooks.
 
-The first tests run tools/make_slides.py on a small synthetic notebook (no build needed).
+The first tests run tools/make_slides.py on a small synthetic notebook (no build).
 The rest check the decks `make book` wrote into _build/html/slides/: one per chapter,
 nothing loaded from the network, and, opened in Chromium, no console error or failed
 request, math typeset, every figure drawn, at most 25 slides, each fitting the screen
@@ -10,13 +10,13 @@ with at most 40 words of text besides its title.
 from __future__ import annotations
 
 import base64
-import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
 
 import nbformat
 import pytest
+
 from make_slides import MAX_SLIDES, MAX_WORDS, deck, main
 from nbtools import notebook_paths
 
@@ -76,7 +76,8 @@ def test_slides_come_from_metadata() -> None:
     assert sources[0].startswith("# A chapter\n*A promise.*")
     assert "badge" not in sources[0] and "../notebooks/09_demo.html" in sources[0]
     assert "## A figure\n\nIt shows $$x^2$$ and one number." in sources
-    assert "secret" not in "".join(sources) and "Text the slides" not in "".join(sources)
+    shown = "".join(sources)
+    assert "secret" not in shown and "Text the slides" not in shown
     outputs = [c.outputs for c in nb.cells if c.cell_type == "code"]
     assert len(outputs) == 2, "outputs: false shows none"
     assert len(outputs[0]) == 2 and len(outputs[1]) == 1
@@ -110,7 +111,7 @@ def test_synthetic_deck_is_offline(tmp_path: Path) -> None:
     assert 'href="09_demo.html"' in (out / "index.html").read_text()
 
 
-# --------------------------------------------------------------------------- built decks
+# ------------------------------------------------------------------------ built decks
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +173,8 @@ def test_deck_in_browser(page: str, slides: Path, site: Path) -> None:
 
         def route(route) -> None:
             url = route.request.url
-            if urlparse(url).scheme in ("http", "https") and urlparse(url).netloc != host:
+            parts = urlparse(url)
+            if parts.scheme in ("http", "https") and parts.netloc != host:
                 problems.append(f"external request {url}")
                 return route.abort()
             return route.continue_()

@@ -88,6 +88,7 @@ OPTION = re.compile(r"^\s*:([\w-]+):\s*(.*)$")
 ROLE = re.compile(r"\{([a-zA-Z][\w:+-]*)\}`([^`]*)`")
 EQ_LABEL = re.compile(r"\$\$\s*\(([\w:.-]+)\)[ \t]*$", re.M)
 HEADING = re.compile(r"^#+\s+(.*)$")
+FOOTNOTE = re.compile(r"^\[\^([\w-]+)\]:[ \t]*|\[\^([\w-]+)\]", re.M)
 BADGE_URL = re.compile(
     r"(https://colab\.research\.google\.com/github/[^\"]*?/blob/[^/\"]+/)"
     r"(?:notebooks|colab)/(?:student/)?(\d\d_\w+\.ipynb)"
@@ -237,9 +238,8 @@ class Converter:
     book: Book
     chapter: int
     counts: Counter = field(default_factory=Counter)
-    solution_for: str | None = (
-        None  # set by {solution-start}: the next code cell's title
-    )
+    solution_for: str | None = None  # set by {solution-start}: the exercise solved
+    footnotes: dict[str, int] = field(default_factory=dict)  # label -> number
 
     def role(self, match: re.Match) -> str:
         name, content = match[1], match[2]
@@ -294,6 +294,13 @@ class Converter:
     def inline(self, text: str) -> str:
         """Roles and equation labels in a run of ordinary lines."""
         text = ROLE.sub(self.role, text)
+
+        def footnote(match: re.Match) -> str:  # numbered in order of appearance
+            label = match[1] or match[2]
+            number = self.footnotes.setdefault(label, len(self.footnotes) + 1)
+            return f"<sup>{number}</sup>" + (" " if match[1] else "")
+
+        text = FOOTNOTE.sub(footnote, text)
 
         def tag(match: re.Match) -> str:
             found = self.book.targets.get(match[1])
