@@ -442,7 +442,13 @@ def colab_edition(
                 )
                 cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
         cells.append(cell)
-    out.cells = cells
+    page = f"{book.site}notebooks/{path.stem}.html"
+    note = nbformat.v4.new_markdown_cell(
+        f"> **Colab edition** of [this chapter]({page}), generated from "
+        f"`notebooks/{path.name}`: cross-references and citations link to the book's "
+        "website. Run the first code cell before the others.")
+    note.id = "colab-edition-note"  # fixed, so regenerating gives identical files
+    out.cells = [cells[0], note, *cells[1:]]
     return out
 
 
