@@ -60,6 +60,10 @@ book-no-solutions: setup
 	rm -rf $(BUILD)/no-solutions
 	BOOK_HIDE_SOLUTIONS=1 $(VENV)/bin/jupyter-book build . --path-output $(BUILD)/no-solutions -W -n --keep-going
 
+# Slides again from the last build's executed notebooks (after editing slide metadata).
+slides:
+	$(PY) tools/make_slides.py $(BUILD)/html/slides
+
 student: setup
 	$(PY) tools/make_student.py student
 
