@@ -342,7 +342,11 @@ def test_solutions_pass_their_checks(path: Path) -> None:
         )
 
 
-@pytest.mark.parametrize("path", PATHS, ids=IDS)
+# Chapters 1-7 use the shared ExerciseCheck helper; Part IV chapters are to follow.
+CHECKED = [p for p in PATHS if int(p.stem[:2]) <= 7]
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=[p.stem for p in CHECKED])
 def test_check_definitions_are_folded_and_out_of_the_way(path: Path) -> None:
     """Check functions hide their expected answers: each cell defining one is an
     `export` cell folded on the site (`hide-input`) and in JupyterLab (`source_hidden`),
