@@ -61,6 +61,15 @@ PRF_KINDS = {
     "algorithm",
 }
 NUMBERED = {f"prf:{k}" for k in PRF_KINDS} | {"exercise"}
+# Exercise titles carry their own number ("6.2 · Title", with :nonumber: on the site).
+OWN_NUMBER = re.compile(r"^(\d+\.\d+)\s*·\s*")
+
+
+def numbered_title(name: str, arg: str, running: str) -> tuple[str, str]:
+    """(number, rest of title): a number written in the title wins."""
+    if name == "exercise" and (own := OWN_NUMBER.match(arg)):
+        return f"{kind_title(name)} {own[1]}", arg[own.end() :]
+    return f"{kind_title(name)} {running}", arg
 ADMONITIONS = {
     "note",
     "tip",
@@ -205,7 +214,7 @@ def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
             for name, arg, options in directives(cell.source):
                 if name in NUMBERED:
                     counts[name] += 1
-                    number = f"{kind_title(name)} {chapter}.{counts[name]}"
+                    number, _ = numbered_title(name, arg, f"{chapter}.{counts[name]}")
                     if "label" in options:
                         book.targets[options["label"]] = Target(
                             number, f"{page}#{options['label']}"
@@ -355,7 +364,9 @@ class Converter:
     def directive(self, name: str, arg: str, options: dict, body: str) -> str:
         if name in NUMBERED:
             self.counts[name] += 1
-            title = f"{kind_title(name)} {self.chapter}.{self.counts[name]}"
+            title, arg = numbered_title(
+                name, arg, f"{self.chapter}.{self.counts[name]}"
+            )
             title += f" ({self.inline(arg)})" if arg else ""
             return lead(f"**{title}.**", self.convert(body))
         if name == "prf:proof":
