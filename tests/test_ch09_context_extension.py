@@ -5,7 +5,9 @@ the tiny-model helpers and the exercise checks."""
 
 from __future__ import annotations
 
+import io
 import math
+from contextlib import redirect_stdout
 
 import pytest
 import torch
@@ -402,3 +404,223 @@ def test_other_bad_inputs() -> None:
         ch.scaled_inv_freq({"rope_type": "dynamic", "factor": 2.0}, 16)
     with pytest.raises(ValueError, match="length"):
         ch.turns_in_context(16, 10000.0, 0)
+
+
+# ---- the tiny-model helpers ----
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    length=st.integers(8, 64),
+    min_period=st.integers(1, 4),
+)
+def test_repeat_batch_targets_repeat_the_period(seed, length, min_period) -> None:
+    tokens, targets = ch.repeat_batch(
+        torch.Generator().manual_seed(seed), 4, length, min_period=min_period
+    )
+    assert tokens.shape == targets.shape == (4, length)
+    assert (tokens[:, 0] == 16).all() and (tokens[:, 1:] < 16).all()
+    for row in range(4):
+        known = (targets[row] != ch.IGNORE).nonzero().flatten()
+        assert torch.equal(targets[row, known], tokens[row, known + 1])
+        # each target repeats an earlier token at the sequence's period
+        period = int(known.min()) if known.numel() else None
+        if period is not None:
+            assert torch.equal(tokens[row, known + 1], tokens[row, known + 1 - period])
+
+
+def test_repeat_batch_rejects_bad_periods() -> None:
+    with pytest.raises(ValueError, match="period"):
+        ch.repeat_batch(
+            torch.Generator().manual_seed(0), 2, 10, min_period=6, max_period=4
+        )
+    with pytest.raises(ValueError, match="period"):
+        ch.repeat_batch(torch.Generator().manual_seed(0), 2, 10, max_period=10)
+
+
+def test_apply_scaling_and_a_tiny_fine_tune() -> None:
+    torch.manual_seed(0)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=17, d_model=32, n_heads=2))
+    inv_freq, a = ch.yarn_inv_freq(16, 10000.0, 4.0, 16)
+    ch.apply_scaling(model, inv_freq, a)
+    assert torch.equal(model.position.inv_freq, inv_freq)
+    assert model.position.logit_scale == pytest.approx(a * a)
+    calls = []
+
+    def evaluate(m):
+        calls.append(1)
+        return 0.0
+
+    history = ch.fine_tune(model, ch.repeat_batch, 4, 24, every=2, evaluate=evaluate)
+    assert len(history) == 3 and not model.training
+    with pytest.raises(ValueError, match="RoPE"):
+        ch.apply_scaling(
+            ch.TinyTransformer(ch.ModelConfig(vocab_size=17, scheme="alibi")),
+            inv_freq,
+            a,
+        )
+    with pytest.raises(ValueError, match="steps"):
+        ch.fine_tune(model, ch.repeat_batch, -1, 24)
+
+
+def test_train_fine_tune_in_seconds_beats_chance() -> None:
+    torch.set_num_threads(1)
+    model = ch.train_model(
+        ch.ModelConfig(vocab_size=17, d_model=32, n_heads=2, n_layers=2),
+        ch.repeat_batch,
+        ch.TrainConfig(steps=60, length=16, batch_size=32),
+        seed=0,
+    )
+    tokens, targets = ch.repeat_batch(torch.Generator().manual_seed(1), 128, 16)
+    accuracy = ch.evaluate_by_position(model, tokens, targets)["accuracy"]
+    assert float(torch.tensor(accuracy).nanmean()) > 2 / 16  # chance is 1/16
+
+
+# ---- the exercise checks: the solution passes, each wrong answer is named ----
+
+
+def solution_pi_cos_sin(position_ids, head_dim, base, factor):
+    factor = ch.check_factor(factor)
+    angles = (position_ids.float() / factor)[..., None] * ch.rope_inv_freq(
+        head_dim, base
+    )
+    emb = torch.cat((angles, angles), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def pi_variant(angle_fn, validate=True):
+    def candidate(position_ids, head_dim, base, factor):
+        if validate:
+            ch.check_factor(factor)
+        angles = angle_fn(position_ids, head_dim, base, factor)
+        emb = torch.cat((angles, angles), dim=-1)
+        return emb.cos(), emb.sin()
+
+    return candidate
+
+
+def run_check(check, candidate) -> str:
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        check(candidate)
+    return buffer.getvalue()
+
+
+def test_check_pi_cos_sin_accepts_the_solution() -> None:
+    assert "All 5 checks passed." in run_check(ch.check_pi_cos_sin, solution_pi_cos_sin)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "message"),
+    [
+        (
+            pi_variant(
+                lambda p, d, b, s: p.float()[..., None] * s * ch.rope_inv_freq(d, b)
+            ),
+            "multiplied by the factor",
+        ),
+        (
+            pi_variant(
+                lambda p, d, b, s: p.float()[..., None] * ch.rope_inv_freq(d, b)
+            ),
+            "not scaled at all",
+        ),
+        (
+            pi_variant(
+                lambda p, d, b, s: (
+                    torch.div(p, s, rounding_mode="floor")[..., None].float()
+                    * ch.rope_inv_freq(d, b)
+                )
+            ),
+            "rounded down",
+        ),
+        (
+            pi_variant(
+                lambda p, d, b, s: (
+                    p.float()[..., None] / s / b ** (torch.arange(d // 2).float() / d)
+                )
+            ),
+            "i/d",
+        ),
+        (
+            pi_variant(
+                lambda p, d, b, s: p.float()[..., None] / s * ch.rope_inv_freq(d, b),
+                validate=False,
+            ),
+            "ValueError",
+        ),
+        (lambda p, d, b, s: solution_pi_cos_sin(p, d, b, s)[0], "tuple"),
+        (
+            lambda p, d, b, s: tuple(
+                x[..., : d // 2] for x in solution_pi_cos_sin(p, d, b, s)
+            ),
+            "shape",
+        ),
+    ],
+)
+def test_check_pi_cos_sin_names_mistakes(candidate, message) -> None:
+    with pytest.raises(AssertionError, match=message):
+        run_check(ch.check_pi_cos_sin, candidate)
+
+
+def test_check_pi_cos_sin_names_the_interleaved_layout() -> None:
+    def interleaved(p, d, b, s):
+        ch.check_factor(s)
+        angles = (p.float()[..., None] / s * ch.rope_inv_freq(d, b)).repeat_interleave(
+            2, -1
+        )
+        return angles.cos(), angles.sin()
+
+    with pytest.raises(AssertionError, match="interleaved"):
+        run_check(ch.check_pi_cos_sin, interleaved)
+
+
+def good_plan(original, target, base):
+    factor = 2.0 ** math.ceil(math.log2(target / original))
+    return {
+        "rope_type": "yarn",
+        "rope_theta": base,
+        "factor": factor,
+        "original_max_position_embeddings": original,
+    }
+
+
+def test_check_choose_rope_parameters_accepts_the_solution() -> None:
+    assert "All 4 checks passed." in run_check(
+        ch.check_choose_rope_parameters, good_plan
+    )
+
+
+@pytest.mark.parametrize(
+    ("candidate", "message"),
+    [
+        (
+            lambda o, t, b: {
+                **good_plan(o, t, b),
+                "original_max_position_embeddings": t,
+            },
+            "the new length",
+        ),
+        (lambda o, t, b: {**good_plan(o, t, b), "factor": t / o}, "exact ratio"),
+        (
+            lambda o, t, b: {
+                **good_plan(o, t, b),
+                "factor": good_plan(o, t, b)["factor"] / 1.5,
+            },
+            "too small",
+        ),
+        (
+            lambda o, t, b: {
+                k: v for k, v in good_plan(o, t, b).items() if k != "rope_theta"
+            },
+            "default base",
+        ),
+        (lambda o, t, b: {**good_plan(o, t, b), "factor": o / t}, "invalid"),
+        (lambda o, t, b: {**good_plan(o, t, b), "rope_type": "linear"}, "invalid"),
+        (lambda o, t, b: [("rope_type", "yarn")], "expected a dict"),
+    ],
+)
+def test_check_choose_rope_parameters_names_mistakes(candidate, message) -> None:
+    with pytest.raises(AssertionError, match=message):
+        run_check(ch.check_choose_rope_parameters, candidate)
