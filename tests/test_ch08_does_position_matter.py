@@ -308,3 +308,78 @@ def test_custom_batch_function_and_positions() -> None:
     assert logits.shape == (3, 8, 4) and weights[0].shape == (3, 4, 8, 8)
     torch.testing.assert_close(weights[0].sum(-1), torch.ones(3, 4, 8))
     assert torch.all(weights[0].triu(1) == 0)
+
+
+# --- exercise checks: the right answer passes, each typical mistake is named ------------
+
+def good_alibi_bias(slopes, num_positions):
+    if not isinstance(num_positions, int) or num_positions < 1:
+        raise ValueError(f"num_positions must be a positive integer, got {num_positions!r}")
+    m = torch.arange(num_positions)
+    offsets = (m[:, None] - m[None, :]).float()
+    bias = -torch.as_tensor(slopes).float()[:, None, None] * offsets
+    return bias.masked_fill(offsets < 0, float("-inf"))
+
+
+def test_check_alibi_bias_matrix(capsys) -> None:
+    ch.check_alibi_bias_matrix(good_alibi_bias)
+    assert "All 5 checks passed." in capsys.readouterr().out
+
+    def flipped(slopes, T):
+        bias = good_alibi_bias(slopes, T)
+        return torch.where(torch.isinf(bias), bias, -bias)
+
+    def unmasked(slopes, T):
+        good_alibi_bias(slopes, T)
+        m = torch.arange(T)
+        return -torch.as_tensor(slopes)[:, None, None] * (m[:, None] - m[None, :]).float()
+
+    def off_by_one(slopes, T):
+        return good_alibi_bias(slopes, T) - torch.as_tensor(slopes)[:, None, None]
+
+    def no_validation(slopes, T):
+        return good_alibi_bias(slopes, max(T, 1))
+
+    def vague_error(slopes, T):
+        if T < 1:
+            raise ValueError("bad input")
+        return good_alibi_bias(slopes, T)
+
+    for wrong, message in [(flipped, "sign is flipped"), (unmasked, "causal mask is missing"),
+                           (off_by_one, "off-by-one"), (no_validation, "expected a ValueError"),
+                           (vague_error, "should mention 'num_positions'")]:
+        with pytest.raises(AssertionError, match=message):
+            ch.check_alibi_bias_matrix(wrong)
+    with pytest.raises(AssertionError, match=r"case two heads.*expected shape \(2, 3, 3\)"):
+        ch.check_alibi_bias_matrix(lambda s, T: good_alibi_bias(s, T)[:, :2])
+
+    def stub(slopes, T):
+        raise NotImplementedError("Exercise 8.3")
+
+    with pytest.raises(NotImplementedError):
+        ch.check_alibi_bias_matrix(stub)
+
+
+def good_distance(weights):
+    if weights.ndim != 4:
+        raise ValueError("weights must have shape (B, H, T, T)")
+    T = weights.shape[-1]
+    m = torch.arange(T, dtype=torch.float64)
+    return (weights.double() * (m[:, None] - m[None, :])).sum(-1).mean(dim=(0, 2)).numpy()
+
+
+def test_check_mean_attention_distance(capsys) -> None:
+    ch.check_mean_attention_distance(good_distance)
+    assert "All 5 checks passed." in capsys.readouterr().out
+    # hand-computed: uniform causal weights over T = 5 give (0 + 0.5 + 1 + 1.5 + 2) / 5 = 1
+    uniform = torch.tril(torch.ones(5, 5)) / torch.arange(1, 6)[:, None]
+    assert good_distance(uniform[None, None]).tolist() == pytest.approx([1.0])
+    wrong_answers = [
+        (lambda w: -good_distance(w), "sign is flipped"),
+        (lambda w: good_distance(w) / w.shape[-1], "averaged over all T x T"),
+        (lambda w: np.tile(good_distance(w), (w.shape[0], 1)), "batch axis was kept"),
+        (lambda w: good_distance(w) if w.ndim == 4 else np.zeros(1), "expected a ValueError"),
+    ]
+    for wrong, message in wrong_answers:
+        with pytest.raises(AssertionError, match=message):
+            ch.check_mean_attention_distance(wrong)
