@@ -54,6 +54,10 @@ book: setup
 	$(VENV)/bin/jupyter-book build . --path-output $(abspath $(BUILD)/..) -W -n --keep-going
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
 
+# Slides again from the last build's executed notebooks (after editing slide metadata).
+slides:
+	$(PY) tools/make_slides.py $(BUILD)/html/slides
+
 student: setup
 	$(PY) tools/make_student.py student
 

@@ -142,14 +142,15 @@ def test_student_version_drops_solutions_only(path: Path, student_dir: Path) -> 
             assert marker not in cell.source, (
                 f"cell {k} still holds {marker}: {source_head(cell)!r}"
             )
-    assert student.cells[0].source == original.cells[0].source, (
-        "the title cell must come first"
-    )
+    title = student.cells[0].source  # its Colab badge opens the student edition
+    assert f"/colab/student/{path.name}" in title, "the badge must open colab/student/"
+    title = title.replace("/colab/student/", "/colab/")
+    assert title == original.cells[0].source, "the title cell must come first"
     assert STUDENT_NOTE_MARK in student.cells[1].source, (
         "the student note must follow the title"
     )
     kept = [c.source for c in original.cells if SOLUTION_TAG not in tags(c)]
-    assert [c.source for c in student.cells[:1] + student.cells[2:]] == kept, (
+    assert [title] + [c.source for c in student.cells[2:]] == kept, (
         "cells other than solutions were changed, dropped or reordered"
     )
     for k, cell in enumerate(student.cells):
