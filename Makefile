@@ -1,7 +1,7 @@
 # `make book` builds the site (executing every notebook); `make test` runs every test;
 # `make check` is the one-minute loop while editing (sync, lint, unit tests; no build).
 # All create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book test check lint unit setup sync student slides bench determinism mutate clean
+.PHONY: book book-no-solutions test check lint unit setup sync student slides bench determinism mutate clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -52,6 +52,16 @@ book: setup
 	$(PY) tools/sync_notebooks.py --check
 	rm -rf $(BUILD)/html $(BUILD)/jupyter_execute
 	$(VENV)/bin/jupyter-book build . --path-output $(abspath $(BUILD)/..) -W -n --keep-going
+	$(PY) tools/make_slides.py $(BUILD)/html/slides
+
+# The site with every solution cell removed (they still run, so the checks pass), for a
+# course that publishes the book before the answers: _build/no-solutions/_build/html/.
+book-no-solutions: setup
+	rm -rf $(BUILD)/no-solutions
+	BOOK_HIDE_SOLUTIONS=1 $(VENV)/bin/jupyter-book build . --path-output $(BUILD)/no-solutions -W -n --keep-going
+
+# Slides again from the last build's executed notebooks (after editing slide metadata).
+slides:
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
 
 student: setup

@@ -62,12 +62,13 @@ DOM_PROBE = """() => {
     raw_tex: /\\\\\\(|\\\\\\[|\\$\\$/.test(
       q('article').map(a => a.innerText).join(' ')),
     images: q('article img').map(i => ({src: i.getAttribute('src').slice(0, 80),
+      alt: i.getAttribute('alt'),
       ok: i.complete && i.naturalWidth > 0 && i.naturalHeight > 0})),
     plotly_divs: q('.plotly-graph-div').length,
     plotly_drawn: q('.plotly-graph-div .main-svg').length,
     plotly_empty: q('.plotly-graph-div')
       .filter(d => !d.querySelector('.main-svg')).length,
-    colab: q('a[href^="https://colab.research.google.com/github/"]').length,
+    colab: q('a[href^="https://colab.research.google.com/github/"]').map(a => a.href),
     download_ipynb: q('a[href$=".ipynb"]').length,
     output_stderr: q('.cell_output .stderr, .cell_output .output.stderr, '
                      + '.cell_output .traceback').length,
@@ -223,6 +224,19 @@ def test_images_have_size(reports) -> None:
     assert not broken, f"images that did not load: {broken}"
 
 
+def test_images_say_what_they_show(reports) -> None:
+    """Alt text from a cell's mystnb.image.alt metadata: not empty, not a file name."""
+    bad = {}
+    for r in pages_of(reports):
+        if r.path.startswith("notebooks/"):
+            alts = [(i["alt"] or "").strip() for i in r.dom["images"]]
+            file_name = r"\.(png|jpe?g|svg|gif)$"
+            wrong = [a for a in alts if not a or re.search(file_name, a)]
+            if wrong:
+                bad[r.path] = wrong
+    assert not bad, f"images without a real alt text: {bad}"
+
+
 def test_interactive_figures_render(reports) -> None:
     chapters = [r for r in pages_of(reports) if r.path.startswith("notebooks/")]
     assert any(r.dom["plotly_divs"] for r in chapters), (
@@ -237,7 +251,11 @@ def test_interactive_figures_render(reports) -> None:
 def test_notebook_pages_have_colab_and_download(reports) -> None:
     for r in pages_of(reports):
         if r.path.startswith("notebooks/"):
-            assert r.dom["colab"] >= 1, f"{r.path}: no Colab launch link"
+            stem = r.path.removeprefix("notebooks/").replace(".html", ".ipynb")
+            assert r.dom["colab"], f"{r.path}: no Colab link"
+            assert all(u.endswith(f"/colab/{stem}") for u in r.dom["colab"]), (
+                f"{r.path}: Colab links must open colab/{stem}: {r.dom['colab']}"
+            )
             assert r.dom["download_ipynb"] >= 1, f"{r.path}: no .ipynb download link"
 
 

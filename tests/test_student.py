@@ -142,14 +142,15 @@ def test_student_version_drops_solutions_only(path: Path, student_dir: Path) -> 
             assert marker not in cell.source, (
                 f"cell {k} still holds {marker}: {source_head(cell)!r}"
             )
-    assert student.cells[0].source == original.cells[0].source, (
-        "the title cell must come first"
-    )
+    title = student.cells[0].source  # its Colab badge opens the student edition
+    assert f"/colab/student/{path.name}" in title, "the badge must open colab/student/"
+    title = title.replace("/colab/student/", "/colab/")
+    assert title == original.cells[0].source, "the title cell must come first"
     assert STUDENT_NOTE_MARK in student.cells[1].source, (
         "the student note must follow the title"
     )
     kept = [c.source for c in original.cells if SOLUTION_TAG not in tags(c)]
-    assert [c.source for c in student.cells[:1] + student.cells[2:]] == kept, (
+    assert [title] + [c.source for c in student.cells[2:]] == kept, (
         "cells other than solutions were changed, dropped or reordered"
     )
     for k, cell in enumerate(student.cells):
@@ -339,3 +340,40 @@ def test_solutions_pass_their_checks(path: Path) -> None:
             f"{path.name}, cell {k} ({source_head(nb.cells[k])!r}) printed {text!r}, "
             "expected 'All N checks passed.'"
         )
+
+
+# Chapters 1-7 use the shared ExerciseCheck helper; Part IV chapters are to follow.
+CHECKED = [p for p in PATHS if int(p.stem[:2]) <= 7]
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=[p.stem for p in CHECKED])
+def test_check_definitions_are_folded_and_out_of_the_way(path: Path) -> None:
+    """Check functions hide their expected answers: each cell defining one is an
+    `export` cell folded on the site (`hide-input`) and in JupyterLab (`source_hidden`),
+    placed before the chapter's first exercise, never between a stub and its check."""
+    nb = read(path)
+    first_exercise = next(
+        k
+        for k, c in enumerate(nb.cells)
+        if c.cell_type == "markdown" and EXERCISE.search(c.source)
+    )
+    defined = set()
+    for k, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or "ExerciseCheck(" not in cell.source:
+            continue
+        where = f"{path.name}, cell {k} ({source_head(cell)!r})"
+        assert {"export", "hide-input"} <= set(tags(cell)), (
+            f"{where}: tag it export and hide-input"
+        )
+        assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, (
+            f"{where}: set metadata jupyter.source_hidden = true"
+        )
+        assert k < first_exercise, f"{where}: define checks before the first exercise"
+        defined.update(re.findall(r"^def (check_\w+)\(", cell.source, re.M))
+    called = {
+        re.match(r"\s*(check_\w+)\(", nb.cells[k].source).group(1)
+        for k in check_cells(nb)
+    }
+    assert called <= defined, (
+        f"{path.name}: checks {sorted(called - defined)} are not folded checks"
+    )

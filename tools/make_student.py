@@ -6,7 +6,8 @@ For each ``notebooks/NN_topic.ipynb`` this writes ``OUTDIR/NN_topic.ipynb`` with
 
 - every cell tagged ``solution`` dropped (the solution dropdowns and the solution code);
 - all outputs and execution counts cleared;
-- a short note after the title cell saying that this is the student version.
+- a short note after the title cell saying that this is the student version;
+- the Colab badge pointed at the student edition ``colab/student/NN_topic.ipynb``.
 
 The ``exercise-check`` cells stay: in a student notebook they raise the stub's
 ``NotImplementedError`` until the student writes the function, then print
@@ -25,6 +26,7 @@ import argparse
 import copy
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -62,6 +64,9 @@ def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell.execution_count = None
         for key in ("execution", "collapsed", "scrolled"):
             cell.metadata.pop(key, None)
+    # The Colab badge opens the student edition (colab/student/, by make_colab.py).
+    badge = r"(colab\.research\.google\.com/github/\S+?/blob/[^/]+/)(notebooks|colab)/"
+    out.cells[0].source = re.sub(badge, r"\1colab/student/", out.cells[0].source)
     note = nbformat.v4.new_markdown_cell(STUDENT_NOTE)
     note.id = "student-version-note"  # fixed, so regenerating gives identical files
     out.cells.insert(1, note)

@@ -6,10 +6,11 @@ For every notebook in notebooks/ it
    what a fresh Colab runtime lacks, seeds, inline figures. What only the website build
    needs (plotly's HTML renderer, figure defaults) lives in the build kernel's IPython
    profile, tools/ipython/ (the Makefile exports ``IPYTHONDIR``);
-2. points the Colab badge in the title cell at this notebook in the book's repository;
+2. points the Colab badge in the title cell at this notebook's Colab edition;
 3. copies every ``copy:X`` cell from the cell tagged ``name:X`` (single source for
    functions a later chapter reuses), headed by a comment naming the source;
-4. strips outputs, execution counts and per-user metadata (outputs are never committed).
+4. strips outputs, execution counts and per-user metadata (outputs are never committed);
+5. writes the Colab editions colab/NN_topic.ipynb and colab/student/ (make_colab.py).
 
 It fails (sync and ``--check`` alike) when a function or class is defined in two
 chapters
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from make_colab import write_editions
 from nbtools import notebook_paths, read, tag_values, tags, write
 from paths import ROOT
 
@@ -75,8 +77,9 @@ def colab_url(notebook: Path) -> str:
 def badge_html(notebook: Path) -> str:
     """One line of raw HTML: the Colab badge as an inline SVG image (no request)."""
     data = base64.b64encode(BADGE_SVG.encode()).decode()
+    edition = ROOT / "colab" / notebook.name  # the Colab edition (tools/make_colab.py)
     return (
-        f'{BADGE_MARK}<a href="{colab_url(notebook)}" target="_blank" rel="noopener">'
+        f'{BADGE_MARK}<a href="{colab_url(edition)}" target="_blank" rel="noopener">'
         f'<img src="data:image/svg+xml;base64,{data}" alt="Open in Colab"/></a>'
     )
 
@@ -216,6 +219,7 @@ def main() -> int:
             drift.append(f"{path.name}: {', '.join(changes)}")
             if not args.check:
                 write(nb, path)
+    drift += write_editions(nbs, check=args.check)  # colab/ (tools/make_colab.py)
     if drift and args.check:
         print(
             "Notebooks are out of sync; run `make sync` (tools/sync_notebooks.py):"

@@ -1,0 +1,386 @@
+"""Chapter 8's experiment code, taken from the notebook: the six position modules (RoPE
+against Chapter 6's functions, ALiBi's slopes against the paper's rule, NoPE adding nothing),
+the tasks, a tiny training run that must beat chance, and the configuration errors."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nbload import chapter
+
+ch = chapter("08_does_position_matter")
+ch06 = chapter("06_rope_in_code")
+ch04 = chapter("04_sinusoidal_in_code")
+
+SEEDS = st.integers(0, 2**31 - 1)
+
+
+def paper_slopes(n: int) -> list[float]:
+    """ALiBi's slopes as the authors' code computes them (start * ratio**i, recursion)."""
+    def power_of_2(n: int) -> list[float]:
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + paper_slopes(2 * closest)[0::2][: n - closest]
+
+
+def random_qk(seed: int, batch: int, heads: int, tokens: int, head_dim: int):
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, heads, tokens, head_dim, generator=generator)
+    k = torch.randn(batch, heads, tokens, head_dim, generator=generator)
+    positions = torch.randint(0, 500, (batch, tokens), generator=generator)
+    return q, k, positions
+
+
+# --- RoPE and its partial variants ---------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(seed=SEEDS, shape=st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 9),
+                                   st.integers(1, 32).map(lambda h: 2 * h)))
+def test_rope_module_equals_chapter_6(seed, shape) -> None:
+    q, k, positions = random_qk(seed, *shape)
+    rope = ch.RoPE(shape[-1])
+    q_rot, k_rot = rope.rotate(q, k, positions)
+    torch.testing.assert_close(q_rot, ch06.apply_rope_halves(q, positions), atol=1e-6, rtol=0)
+    torch.testing.assert_close(k_rot, ch06.apply_rope_halves(k, positions), atol=1e-6, rtol=0)
+    # positions shared by the batch, shape (T,)
+    shared = positions[0]
+    q_shared, _ = rope.rotate(q, k, shared)
+    torch.testing.assert_close(q_shared, ch06.apply_rope_halves(q, shared[None]), atol=1e-6,
+                               rtol=0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=SEEDS, head_dim=st.integers(2, 32).map(lambda h: 2 * h),
+       fraction=st.floats(0.05, 1.0))
+def test_p_rope_rotates_the_highest_frequencies_only(seed, head_dim, fraction) -> None:
+    half = head_dim // 2
+    kept = round(fraction * half)
+    if kept < 1:
+        with pytest.raises(ValueError, match="rotates no pair"):
+            ch.rotary_inv_freq(head_dim, fraction=fraction)
+        return
+    inv_freq = ch.rotary_inv_freq(head_dim, fraction=fraction)
+    theta = torch.tensor(ch06.frequencies(head_dim), dtype=torch.float32)
+    torch.testing.assert_close(inv_freq[:kept], theta[:kept], atol=0, rtol=1e-6)
+    assert torch.all(inv_freq[kept:] == 0)
+    q, k, positions = random_qk(seed, 2, 3, 5, head_dim)
+    q_rot, _ = ch.RoPE(head_dim, inv_freq=inv_freq).rotate(q, k, positions)
+    full = ch06.apply_rope_halves(q, positions)
+    rotated = torch.cat((torch.arange(kept), torch.arange(kept) + half))
+    still = torch.cat((torch.arange(kept, half), torch.arange(kept, half) + half))
+    torch.testing.assert_close(q_rot[..., rotated], full[..., rotated], atol=1e-6, rtol=0)
+    torch.testing.assert_close(q_rot[..., still], q[..., still], atol=0, rtol=0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=SEEDS, head_dim=st.sampled_from([8, 16, 32, 64]),
+       pct=st.sampled_from([0.25, 0.5, 0.75, 1.0]))
+def test_neox_partial_equals_chapter_6_up_to_a_permutation(seed, head_dim, pct) -> None:
+    """GPT-NeoX rotates coordinates (j, j + r/2) of the first r; our module pairs
+    (j, j + head_dim/2). Reordering the coordinates maps one onto the other."""
+    r = int(head_dim * pct)
+    half = head_dim // 2
+    q, k, positions = random_qk(seed, 2, 2, 6, head_dim)
+    ours, _ = ch.RoPE(head_dim, inv_freq=ch.rotary_inv_freq(head_dim, fraction=pct,
+                                                             keep="neox")).rotate(q, k, positions)
+    order = torch.cat((torch.arange(r // 2), half + torch.arange(r // 2)))
+    rest = torch.tensor([i for i in range(head_dim) if i not in set(order.tolist())],
+                        dtype=torch.long)
+    perm = torch.cat((order, rest))  # neox coordinate c is our coordinate perm[c]
+    neox = ch06.apply_rope_partial(q[..., perm], positions, 10000.0, pct)
+    torch.testing.assert_close(ours[..., perm], neox, atol=1e-6, rtol=0)
+
+
+def test_rotary_inv_freq_layouts_by_hand() -> None:
+    # head_dim 16, a quarter of the pairs: p-RoPE keeps theta_0, theta_1 = 10000**(-1/8);
+    # NeoX rotates 4 coordinates with frequencies 1 and 10000**(-1/2) = 0.01.
+    p = ch.rotary_inv_freq(16, fraction=0.25)
+    neox = ch.rotary_inv_freq(16, fraction=0.25, keep="neox")
+    assert p[:2].tolist() == pytest.approx([1.0, 10000 ** (-1 / 8)], rel=1e-6)
+    assert neox[:2].tolist() == pytest.approx([1.0, 0.01], rel=1e-6)
+    assert p[2:].abs().sum() == 0 and neox[2:].abs().sum() == 0
+    assert torch.equal(ch.rotary_inv_freq(16), ch.rotary_inv_freq(16, fraction=1.0,
+                                                                  keep="neox"))
+
+
+def test_rope_logits_depend_on_offsets_only() -> None:
+    q, k, positions = random_qk(3, 1, 2, 7, 16)
+    rope = ch.RoPE(16)
+
+    def logits(positions):
+        q_rot, k_rot = rope.rotate(q.double(), k.double(), positions)
+        return q_rot @ k_rot.transpose(-1, -2)
+
+    torch.testing.assert_close(logits(positions), logits(positions + 1234), atol=2e-3, rtol=0)
+
+
+def test_pair_mask_removes_pairs_from_logits() -> None:
+    q, k, positions = random_qk(4, 1, 1, 5, 8)
+    rope = ch.RoPE(8)
+    rope.set_pair_mask([1, 0, 1, 0])
+    q_rot, k_rot = rope.rotate(q, k, positions)
+    full_q = ch06.apply_rope_halves(q, positions)
+    full_k = ch06.apply_rope_halves(k, positions)
+    keep = torch.tensor([0, 2, 4, 6])  # pairs 0 and 2: coordinates (0, 4) and (2, 6)
+    expected = full_q[..., keep] @ full_k[..., keep].transpose(-1, -2)
+    torch.testing.assert_close(q_rot @ k_rot.transpose(-1, -2), expected, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="4 finite numbers"):
+        rope.set_pair_mask([1, 0, 1])
+    with pytest.raises(ValueError, match="inv_freq must hold 4"):
+        rope.set_inv_freq(torch.ones(8))
+
+
+# --- ALiBi ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("heads", [8, 6, 1, 2, 3, 5, 12, 16])
+def test_alibi_slopes_match_the_papers_rule(heads) -> None:
+    assert ch.alibi_slopes(heads).tolist() == pytest.approx(paper_slopes(heads), rel=1e-6)
+
+
+def test_alibi_slopes_by_hand() -> None:
+    assert ch.alibi_slopes(8).tolist() == [2.0**-k for k in range(1, 9)]
+    # H = 6: the four slopes of 4 heads, then 2**-1 and 2**-3 from the eight-head sequence
+    assert ch.alibi_slopes(6).tolist() == [0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125]
+
+
+def test_alibi_bias_is_minus_slope_times_offset() -> None:
+    alibi = ch.ALiBi(2)  # slopes 1/16 and 1/256
+    bias = alibi.bias(torch.arange(3))
+    assert bias.shape == (2, 3, 3)
+    assert bias[0, 2, 0].item() == pytest.approx(-2 / 16)
+    assert bias[1, 2, 1].item() == pytest.approx(-1 / 256)
+    assert torch.all(bias[:, range(3), range(3)] == 0)
+    batched = alibi.bias(torch.tensor([[0, 1, 2], [5, 7, 9]]))
+    assert batched.shape == (2, 2, 3, 3)
+    assert batched[1, 0, 2, 0].item() == pytest.approx(-4 / 16)
+
+
+# --- NoPE, learned, sinusoidal ---------------------------------------------------------
+
+def test_nope_adds_nothing() -> None:
+    nope = ch.NoPE()
+    h = torch.randn(2, 5, 8)
+    q, k, positions = random_qk(0, 2, 2, 5, 4)
+    assert nope.embed(h, positions) is h
+    assert nope.rotate(q, k, positions) == (q, k)
+    assert nope.bias(positions) is None
+    assert not list(nope.parameters()) and not list(nope.buffers())
+
+
+@pytest.mark.parametrize("scheme,changes", [("nope", False), ("rope", False), ("alibi", False),
+                                            ("p-rope", False), ("learned", True),
+                                            ("sinusoidal", True)])
+def test_shifting_all_positions(scheme, changes) -> None:
+    """Relative schemes (and NoPE) ignore a common shift of every position; absolute
+    ones do not."""
+    torch.manual_seed(0)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme=scheme, max_len=64)).eval()
+    tokens = torch.randint(0, 9, (2, 10), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        a = model(tokens)
+        b = model(tokens, positions=torch.arange(10) + 40)
+    assert (not torch.allclose(a, b, atol=1e-4)) == changes
+
+
+def test_absolute_tables() -> None:
+    learned = ch.LearnedPosition(12, 8)
+    sinusoidal = ch.SinusoidalPosition(12, 8)
+    h = torch.zeros(3, 5, 8)
+    positions = torch.arange(5)
+    assert learned.embed(h, positions).shape == (3, 5, 8)
+    assert sinusoidal.embed(h, positions).shape == (3, 5, 8)
+    np.testing.assert_allclose(sinusoidal.embed(h, positions)[0].numpy(),
+                               ch04.sinusoidal_encoding(5, 8), atol=1e-7)
+    torch.testing.assert_close(learned.embed(h, positions)[1], learned.table.weight[:5])
+    for table in (learned, sinusoidal):
+        with pytest.raises(ValueError, match="larger max_len"):
+            table.embed(torch.zeros(1, 13, 8), torch.arange(13))
+
+
+# --- model configuration -----------------------------------------------------------------
+
+def test_bad_configurations_raise_clear_errors() -> None:
+    with pytest.raises(ValueError, match="unknown position scheme 'rotary'.*nope, learned"):
+        ch.TinyTransformer(ch.ModelConfig(vocab_size=5, scheme="rotary"))
+    for scheme in ("rope", "p-rope"):  # d_model 20, 4 heads: head_dim 5 is odd
+        with pytest.raises(ValueError, match="head_dim .* must be an even positive integer"):
+            ch.TinyTransformer(ch.ModelConfig(vocab_size=5, scheme=scheme, d_model=20))
+    with pytest.raises(ValueError, match="multiple of n_heads"):
+        ch.TinyTransformer(ch.ModelConfig(vocab_size=5, d_model=30, n_heads=4))
+    with pytest.raises(ValueError, match="unknown task 'sort'"):
+        ch.make_batch("sort", 2, 10, 4, torch.Generator())
+    with pytest.raises(ValueError, match="unknown task"):
+        ch.train_model(ch.ModelConfig(vocab_size=5), "sort")
+    with pytest.raises(ValueError, match="keep must be"):
+        ch.rotary_inv_freq(16, keep="lowest")
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=5, scheme="nope"))
+    with pytest.raises(ValueError, match="integer tensor"):
+        model(torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="one entry per token"):
+        model(torch.zeros(2, 3, dtype=torch.long), positions=torch.arange(4))
+
+
+def test_rope_rejects_an_odd_head_dim() -> None:
+    with pytest.raises(ValueError, match="must be an even positive integer, got 7"):
+        ch.RoPE(7)
+
+
+# --- tasks, evaluation, training ---------------------------------------------------------
+
+def test_tasks_by_hand() -> None:
+    generator = torch.Generator().manual_seed(0)
+    for task in ch.TASKS:
+        tokens, targets = ch.make_batch(task, 4, 12, 6, generator)
+        assert tokens.shape == targets.shape == (4, 12)
+        assert torch.all(tokens[:, 0] == 6) and tokens[:, 1:].max() < 6
+        for row in range(4):
+            t, y = tokens[row].tolist(), targets[row].tolist()
+            for m in range(12):
+                if task == "copy":
+                    want = t[m - 3] if m >= 4 else -100
+                elif task == "index":
+                    want = t[4] if m >= 5 else -100
+                else:
+                    want = max(t[1 : m + 1]) if m >= 1 else -100
+                assert y[m] == want, (task, row, m)
+
+
+def test_attention_by_offset_on_uniform_causal_weights() -> None:
+    T = 4
+    weights = torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1)[:, None]
+    profile = ch.attention_by_offset(weights.expand(2, 3, T, T))
+    # offset 0: queries 0..3 weigh themselves 1, 1/2, 1/3, 1/4; offset 3: only query 3
+    assert profile[0, 0].item() == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)
+    assert profile[2, 3].item() == pytest.approx(1 / 4)
+    with pytest.raises(ValueError, match=r"\(B, H, T, T\)"):
+        ch.attention_by_offset(torch.ones(2, 3, 4))
+
+
+def test_show_progress_rule(monkeypatch) -> None:
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.delenv("BOOK_PROGRESS", raising=False)
+    assert ch.show_progress() is False
+    monkeypatch.setenv("JPY_SESSION_NAME", "x.ipynb")
+    assert ch.show_progress() is True
+    monkeypatch.setenv("BOOK_PROGRESS", "0")
+    assert ch.show_progress() is False
+    monkeypatch.setenv("BOOK_PROGRESS", "1")
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    assert ch.show_progress() is True
+
+
+def test_tiny_training_beats_chance_and_is_deterministic() -> None:
+    torch.set_num_threads(1)
+    config = ch.ModelConfig(vocab_size=9, scheme="rope", d_model=32, n_layers=1)
+    train = ch.TrainConfig(steps=60, length=12, batch_size=32, lr=1e-2, warmup=6)
+    model = ch.train_model(config, "max", train, seed=0, progress=False)
+    accuracy = ch.accuracy_by_position(model, "max", 12, n_sequences=256)
+    assert np.isnan(accuracy[0])
+    tokens, targets = ch.make_batch("max", 256, 12, 8, torch.Generator().manual_seed(10_000))
+    baseline = np.bincount(targets[targets >= 0].numpy()).max() / (targets >= 0).sum().item()
+    assert np.nanmean(accuracy) > baseline + 0.3  # chance: the most frequent answer
+    again = ch.train_model(config, "max", train, seed=0, progress=False)
+    for a, b in zip(model.parameters(), again.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_custom_batch_function_and_positions() -> None:
+    def batches(generator, batch_size, length):
+        tokens = torch.randint(0, 4, (batch_size, length), generator=generator)
+        return tokens, tokens.roll(-1, dims=1).masked_fill(
+            torch.arange(length) == length - 1, ch.IGNORE)
+
+    model = ch.train_model(ch.ModelConfig(vocab_size=4, scheme="alibi", n_layers=1),
+                           batches, ch.TrainConfig(steps=3, length=8, batch_size=4, warmup=1))
+    tokens, targets = batches(torch.Generator().manual_seed(0), 3, 8)
+    result = ch.evaluate_by_position(model, tokens, targets)
+    assert result["accuracy"].shape == result["loss"].shape == (8,)
+    assert np.isnan(result["loss"][-1]) and np.all(np.isfinite(result["loss"][:-1]))
+    logits, weights = model(tokens, return_attention=True)
+    assert logits.shape == (3, 8, 4) and weights[0].shape == (3, 4, 8, 8)
+    torch.testing.assert_close(weights[0].sum(-1), torch.ones(3, 4, 8))
+    assert torch.all(weights[0].triu(1) == 0)
+
+
+# --- exercise checks: the right answer passes, each typical mistake is named ------------
+
+def good_alibi_bias(slopes, num_positions):
+    if not isinstance(num_positions, int) or num_positions < 1:
+        raise ValueError(f"num_positions must be a positive integer, got {num_positions!r}")
+    m = torch.arange(num_positions)
+    offsets = (m[:, None] - m[None, :]).float()
+    bias = -torch.as_tensor(slopes).float()[:, None, None] * offsets
+    return bias.masked_fill(offsets < 0, float("-inf"))
+
+
+def test_check_alibi_bias_matrix(capsys) -> None:
+    ch.check_alibi_bias_matrix(good_alibi_bias)
+    assert "All 5 checks passed." in capsys.readouterr().out
+
+    def flipped(slopes, T):
+        bias = good_alibi_bias(slopes, T)
+        return torch.where(torch.isinf(bias), bias, -bias)
+
+    def unmasked(slopes, T):
+        good_alibi_bias(slopes, T)
+        m = torch.arange(T)
+        return -torch.as_tensor(slopes)[:, None, None] * (m[:, None] - m[None, :]).float()
+
+    def off_by_one(slopes, T):
+        return good_alibi_bias(slopes, T) - torch.as_tensor(slopes)[:, None, None]
+
+    def no_validation(slopes, T):
+        return good_alibi_bias(slopes, max(T, 1))
+
+    def vague_error(slopes, T):
+        if T < 1:
+            raise ValueError("bad input")
+        return good_alibi_bias(slopes, T)
+
+    for wrong, message in [(flipped, "sign is flipped"), (unmasked, "causal mask is missing"),
+                           (off_by_one, "off-by-one"), (no_validation, "expected a ValueError"),
+                           (vague_error, "should mention 'num_positions'")]:
+        with pytest.raises(AssertionError, match=message):
+            ch.check_alibi_bias_matrix(wrong)
+    with pytest.raises(AssertionError, match=r"case two heads.*expected shape \(2, 3, 3\)"):
+        ch.check_alibi_bias_matrix(lambda s, T: good_alibi_bias(s, T)[:, :2])
+
+    def stub(slopes, T):
+        raise NotImplementedError("Exercise 8.3")
+
+    with pytest.raises(NotImplementedError):
+        ch.check_alibi_bias_matrix(stub)
+
+
+def good_distance(weights):
+    if weights.ndim != 4:
+        raise ValueError("weights must have shape (B, H, T, T)")
+    T = weights.shape[-1]
+    m = torch.arange(T, dtype=torch.float64)
+    return (weights.double() * (m[:, None] - m[None, :])).sum(-1).mean(dim=(0, 2)).numpy()
+
+
+def test_check_mean_attention_distance(capsys) -> None:
+    ch.check_mean_attention_distance(good_distance)
+    assert "All 5 checks passed." in capsys.readouterr().out
+    # hand-computed: uniform causal weights over T = 5 give (0 + 0.5 + 1 + 1.5 + 2) / 5 = 1
+    uniform = torch.tril(torch.ones(5, 5)) / torch.arange(1, 6)[:, None]
+    assert good_distance(uniform[None, None]).tolist() == pytest.approx([1.0])
+    wrong_answers = [
+        (lambda w: -good_distance(w), "sign is flipped"),
+        (lambda w: good_distance(w) / w.shape[-1], "averaged over all T x T"),
+        (lambda w: np.tile(good_distance(w), (w.shape[0], 1)), "batch axis was kept"),
+        (lambda w: good_distance(w) if w.ndim == 4 else np.zeros(1), "expected a ValueError"),
+    ]
+    for wrong, message in wrong_answers:
+        with pytest.raises(AssertionError, match=message):
+            ch.check_mean_attention_distance(wrong)

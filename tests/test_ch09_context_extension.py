@@ -1,0 +1,627 @@
+"""Chapter 9's functions, taken from the notebook: every RoPE scaling rule against
+transformers' own init functions and rotary embedding on random valid configurations,
+the NTK-aware base against its closed form, the rejection of invalid configurations,
+the tiny-model helpers and the exercise checks."""
+
+from __future__ import annotations
+
+import io
+import math
+from contextlib import redirect_stdout
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import LlamaConfig
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+from nbload import chapter
+
+ch = chapter("09_context_extension")
+
+HEAD_DIMS = st.sampled_from([8, 16, 32, 48, 64, 80, 96, 128, 256])
+BASES = st.sampled_from([100.0, 10000.0, 500000.0, 1000000.0]) | st.floats(50.0, 2e6)
+FACTORS = st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0]) | st.floats(1.0, 64.0)
+LENGTHS = st.sampled_from([64, 512, 2048, 4096, 8192, 32768]) | st.integers(16, 100_000)
+
+
+def transformers_init(params: dict, head_dim: int, max_pos: int, seq_len=None):
+    """Independent reference: transformers' own init function for these parameters."""
+    config = LlamaConfig(
+        hidden_size=4 * head_dim,
+        num_attention_heads=4,
+        head_dim=head_dim,
+        max_position_embeddings=max_pos,
+        rope_parameters=dict(params),
+    )
+    return ROPE_INIT_FUNCTIONS[params["rope_type"]](config, seq_len=seq_len)
+
+
+def assert_close(ours: torch.Tensor, theirs: torch.Tensor, rtol: float = 1e-6) -> None:
+    assert ours.shape == theirs.shape
+    gap = ((ours.double() - theirs.double()).abs() / theirs.double().abs()).max().item()
+    assert gap <= rtol, gap
+
+
+@settings(max_examples=40, deadline=None)
+@given(d=HEAD_DIMS, base=BASES, factor=FACTORS)
+def test_linear_matches_transformers(d, base, factor) -> None:
+    params = {"rope_type": "linear", "rope_theta": base, "factor": factor}
+    ours, a = ch.scaled_inv_freq(params, d)
+    theirs, a_ref = transformers_init(params, d, 4096)
+    assert_close(ours, theirs)
+    assert a == a_ref == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    d=HEAD_DIMS, base=BASES, factor=FACTORS, length=LENGTHS, ratio=st.floats(0.1, 10.0)
+)
+def test_dynamic_matches_transformers(d, base, factor, length, ratio) -> None:
+    seq_len = max(1, int(ratio * length))
+    params = {"rope_type": "dynamic", "rope_theta": base, "factor": factor}
+    ours, a = ch.scaled_inv_freq(params, d, length, seq_len)
+    theirs, a_ref = transformers_init(params, d, length, seq_len)
+    assert_close(ours, theirs)
+    assert a == a_ref
+    # the default current length is the original one: no scaling at all
+    plain, _ = ch.scaled_inv_freq(params, d, length)
+    assert_close(plain, 1.0 / base ** (torch.arange(0, d, 2).double() / d))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    d=HEAD_DIMS,
+    base=BASES,
+    factor=FACTORS,
+    length=LENGTHS,
+    betas=st.sampled_from([None, (32.0, 1.0), (16.0, 2.0), (64.0, 0.5)]),
+    truncate=st.sampled_from([None, True, False]),
+    attention=st.sampled_from([None, 0.7, 1.3]),
+)
+def test_yarn_matches_transformers(
+    d, base, factor, length, betas, truncate, attention
+) -> None:
+    params = {
+        "rope_type": "yarn",
+        "rope_theta": base,
+        "factor": factor,
+        "original_max_position_embeddings": length,
+    }
+    if betas:
+        params.update(beta_fast=betas[0], beta_slow=betas[1])
+    if truncate is not None:
+        params["truncate"] = truncate
+    if attention is not None:
+        params["attention_factor"] = attention
+    ours, a = ch.scaled_inv_freq(params, d)
+    theirs, a_ref = transformers_init(params, d, int(factor * length))
+    assert_close(ours, theirs)
+    assert a == pytest.approx(a_ref, rel=1e-12)
+    if attention is None:  # the paper's temperature, written out independently
+        assert a == pytest.approx(0.1 * math.log(factor) + 1 if factor > 1 else 1.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    factor=st.floats(1.5, 40.0),
+    mscale=st.floats(0.5, 2.0),
+    mscale_all=st.floats(0.5, 2.0),
+)
+def test_yarn_mscale_variant_matches_transformers(factor, mscale, mscale_all) -> None:
+    params = {
+        "rope_type": "yarn",
+        "rope_theta": 10000.0,
+        "factor": factor,
+        "original_max_position_embeddings": 4096,
+        "mscale": mscale,
+        "mscale_all_dim": mscale_all,
+    }
+    _, a = ch.scaled_inv_freq(params, 64)
+    _, a_ref = transformers_init(params, 64, int(factor * 4096))
+    assert a == pytest.approx(a_ref, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    d=HEAD_DIMS,
+    base=BASES,
+    factor=FACTORS,
+    length=LENGTHS,
+    bands=st.sampled_from([(1.0, 4.0), (0.5, 2.0), (2.0, 32.0)])
+    | st.tuples(st.floats(0.1, 4.0), st.floats(4.5, 40.0)),
+)
+def test_llama3_matches_transformers(d, base, factor, length, bands) -> None:
+    params = {
+        "rope_type": "llama3",
+        "rope_theta": base,
+        "factor": factor,
+        "original_max_position_embeddings": length,
+        "low_freq_factor": bands[0],
+        "high_freq_factor": bands[1],
+    }
+    ours, a = ch.scaled_inv_freq(params, d)
+    theirs, a_ref = transformers_init(params, d, int(factor * length) + 1)
+    assert_close(ours, theirs)
+    assert a == a_ref == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    d=HEAD_DIMS,
+    base=BASES,
+    factor=FACTORS,
+    length=LENGTHS,
+    seed=st.integers(0, 2**31 - 1),
+    ratio=st.sampled_from([None, 0.5, 1.0, 1.01, 3.0]),
+    attention=st.sampled_from([None, 1.2]),
+)
+def test_longrope_matches_transformers(
+    d, base, factor, length, seed, ratio, attention
+) -> None:
+    g = torch.Generator().manual_seed(seed)
+    short = (1 + torch.rand(d // 2, generator=g, dtype=torch.float64)).tolist()
+    long = (1 + factor * torch.rand(d // 2, generator=g, dtype=torch.float64)).tolist()
+    params = {
+        "rope_type": "longrope",
+        "rope_theta": base,
+        "factor": factor,
+        "original_max_position_embeddings": length,
+        "short_factor": short,
+        "long_factor": long,
+    }
+    if attention is not None:
+        params["attention_factor"] = attention
+    seq_len = None if ratio is None else max(1, int(ratio * length))
+    ours, a = ch.scaled_inv_freq(params, d, seq_len=seq_len)
+    theirs, a_ref = transformers_init(params, d, int(factor * length), seq_len)
+    assert_close(ours, theirs)
+    assert a == pytest.approx(a_ref, rel=1e-12)
+    if attention is None and factor > 1:
+        assert a == pytest.approx(math.sqrt(1 + math.log(factor) / math.log(length)))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    rope_type=st.sampled_from(["linear", "dynamic", "yarn", "llama3", "longrope"]),
+    d=st.sampled_from([16, 64, 128]),
+    factor=st.sampled_from([2.0, 4.0, 8.0]),
+    length=st.sampled_from([256, 2048]),
+    stride=st.integers(1, 40),
+)
+def test_end_to_end_through_llama_rotary_embedding(
+    rope_type, d, factor, length, stride
+) -> None:
+    params = ch.example_parameters(rope_type, d, 10000.0, factor, length)
+    max_pos = length if rope_type == "dynamic" else int(factor * length)
+    positions = torch.arange(0, 3 * length, stride)[None]
+    config = LlamaConfig(
+        hidden_size=2 * d,
+        num_attention_heads=2,
+        head_dim=d,
+        max_position_embeddings=max_pos,
+        rope_parameters=dict(params),
+    )
+    rotary = LlamaRotaryEmbedding(config)
+    cos_ref, sin_ref = rotary(torch.zeros(1), positions)
+    inv_freq, a = ch.scaled_inv_freq(params, d, max_pos, int(positions.max()) + 1)
+    assert_close(inv_freq, rotary.inv_freq)
+    assert a == pytest.approx(rotary.attention_scaling)
+    cos, sin = ch.rope_cos_sin(inv_freq, a, positions)
+    # float32 angles up to 3 * length radians: one rounding of the frequency moves them
+    # by at most positions * |delta theta|, plus a rounding of the angle itself
+    slack = (
+        a
+        * (
+            positions.max().item() * (inv_freq - rotary.inv_freq).abs().max().item()
+            + 4 * 2**-24 * positions.max().item()
+        )
+        + 1e-6
+    )
+    assert (cos - cos_ref).abs().max().item() <= slack
+    assert (sin - sin_ref).abs().max().item() <= slack
+
+
+@settings(max_examples=40, deadline=None)
+@given(d=st.integers(2, 128).map(lambda h: 2 * h), base=BASES, factor=FACTORS)
+def test_ntk_base_keeps_fastest_pair_and_interpolates_slowest(d, base, factor) -> None:
+    theta = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    new = ch.ntk_inv_freq(d, base, factor).double()
+    assert new[0].item() == 1.0
+    assert new[-1].item() == pytest.approx(theta[-1].item() / factor, rel=2e-6)
+    kappa = theta / new
+    expected = factor ** (2 * torch.arange(d // 2, dtype=torch.float64) / (d - 2))
+    assert torch.allclose(kappa, expected, rtol=5e-6)
+    # static NTK is transformers' default rope with the new base
+    config = LlamaConfig(
+        hidden_size=2 * d,
+        num_attention_heads=2,
+        head_dim=d,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": ch.ntk_base(base, factor, d),
+        },
+    )
+    assert_close(new.float(), LlamaRotaryEmbedding(config).inv_freq)
+
+
+def test_dynamic_factor_hand_computed() -> None:
+    assert ch.dynamic_ntk_factor(2.0, 100, 4096) == 1.0
+    assert ch.dynamic_ntk_factor(2.0, 8192, 4096) == 3.0
+    assert ch.dynamic_ntk_factor(8.0, 8 * 4096, 4096) == 57.0
+    assert ch.dynamic_ntk_factor(1.0, 12288, 4096) == 3.0
+
+
+def test_yarn_and_llama3_keep_fast_pairs_and_interpolate_slow_ones() -> None:
+    d, base, length, s = 128, 10000.0, 4096, 8.0
+    theta = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    turns = length * theta / (2 * math.pi)
+    for inv_freq in (
+        ch.yarn_inv_freq(d, base, s, length)[0],
+        ch.llama3_inv_freq(d, base, s, length, 1.0, 4.0),
+    ):
+        kappa = theta / inv_freq.double()
+        assert torch.allclose(
+            kappa[turns >= 32], torch.ones(1, dtype=torch.float64), rtol=1e-6
+        )
+        assert torch.allclose(
+            kappa[turns <= 1], torch.full((1,), s, dtype=torch.float64), rtol=1e-6
+        )
+        assert torch.all(kappa >= 1 - 1e-6) and torch.all(kappa <= s * (1 + 1e-6))
+
+
+def test_dynamic_cache_gap_zero_within_original_length() -> None:
+    assert ch.dynamic_cache_gap(16, 10000.0, 2.0, 32, 32, seed=3) == 0.0
+    assert ch.dynamic_cache_gap(16, 10000.0, 2.0, 32, 128, seed=3) > 0.01
+
+
+def test_legacy_conversion() -> None:
+    assert ch.rope_parameters_from_legacy(
+        {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}, 5e5
+    ) == {
+        "rope_type": "yarn",
+        "factor": 4.0,
+        "original_max_position_embeddings": 2048,
+        "rope_theta": 5e5,
+    }
+    assert ch.rope_parameters_from_legacy({"type": "linear", "factor": 2.0}) == {
+        "rope_type": "linear",
+        "factor": 2.0,
+        "rope_theta": 10000.0,
+    }
+    with pytest.raises(TypeError):
+        ch.rope_parameters_from_legacy([("type", "linear")])
+
+
+BAD = [
+    ({"rope_type": "yarn", "factor": 4.0}, "original_max_position_embeddings"),
+    (
+        {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+        },
+        "original_max_position_embeddings",
+    ),
+    (
+        {
+            "rope_type": "longrope",
+            "factor": 4.0,
+            "short_factor": [1.0] * 8,
+            "long_factor": [2.0] * 8,
+        },
+        "original_max_position_embeddings",
+    ),
+    ({"rope_type": "linear", "factor": 0.5}, "factor must be >= 1"),
+    ({"rope_type": "dynamic", "factor": -2.0}, "factor must be >= 1"),
+    (
+        {"rope_type": "yarn", "factor": 0.9, "original_max_position_embeddings": 4096},
+        "factor must be >= 1",
+    ),
+    ({"rope_type": "linear", "factor": float("nan")}, "factor must be >= 1"),
+    ({"rope_type": "linear", "factor": True}, "real number"),
+    ({"type": "linear", "factor": 4.0}, "rope_type"),
+    ({"rope_type": "ntk", "factor": 4.0}, "rope_type must be one of"),
+    ({"factor": 4.0}, "rope_type must be one of"),
+    ({"rope_type": "linear"}, "'factor'"),
+    (
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embedding": 4096},
+        "did you mean 'original_max_position_embeddings'",
+    ),
+    (
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0},
+        "positive integer",
+    ),
+    (
+        {
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 4096.0,
+        },
+        "positive integer",
+    ),
+    (
+        {
+            "rope_type": "yarn",
+            "factor": 4.0,
+            "original_max_position_embeddings": 4096,
+            "beta_fast": 1.0,
+            "beta_slow": 32.0,
+        },
+        "beta_slow < beta_fast",
+    ),
+    (
+        {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "original_max_position_embeddings": 8192,
+            "low_freq_factor": 4.0,
+            "high_freq_factor": 1.0,
+        },
+        "low_freq_factor < high_freq_factor",
+    ),
+    (
+        {
+            "rope_type": "longrope",
+            "factor": 4.0,
+            "original_max_position_embeddings": 64,
+            "short_factor": [1.0] * 7,
+            "long_factor": [2.0] * 8,
+        },
+        "short_factor must be a list",
+    ),
+    (
+        {
+            "rope_type": "longrope",
+            "factor": 4.0,
+            "original_max_position_embeddings": 64,
+            "short_factor": [1.0] * 8,
+            "long_factor": [2.0] * 7 + [0.0],
+        },
+        "long_factor must be",
+    ),
+    ({"rope_type": "default", "rope_theta": 0.5}, "rope_theta"),
+    ({"rope_type": "linear", "factor": 2.0, "rope_theta": float("inf")}, "rope_theta"),
+]
+
+
+@pytest.mark.parametrize(("params", "message"), BAD)
+def test_invalid_configurations_raise_clear_errors(params, message) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("'", "'")):
+        ch.scaled_inv_freq(params, 16, 4096)
+
+
+def test_other_bad_inputs() -> None:
+    with pytest.raises(TypeError, match="must be a dict"):
+        ch.scaled_inv_freq([("rope_type", "linear")], 16)
+    with pytest.raises(ValueError, match="head_dim"):
+        ch.scaled_inv_freq({"rope_type": "linear", "factor": 2.0}, 15)
+    with pytest.raises(ValueError, match="head_dim"):
+        ch.rope_inv_freq(2)
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        ch.scaled_inv_freq({"rope_type": "dynamic", "factor": 2.0}, 16)
+    with pytest.raises(ValueError, match="length"):
+        ch.turns_in_context(16, 10000.0, 0)
+
+
+# ---- the tiny-model helpers ----
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    length=st.integers(8, 64),
+    min_period=st.integers(1, 4),
+)
+def test_repeat_batch_targets_repeat_the_period(seed, length, min_period) -> None:
+    tokens, targets = ch.repeat_batch(
+        torch.Generator().manual_seed(seed), 4, length, min_period=min_period
+    )
+    assert tokens.shape == targets.shape == (4, length)
+    assert (tokens[:, 0] == 16).all() and (tokens[:, 1:] < 16).all()
+    for row in range(4):
+        known = (targets[row] != ch.IGNORE).nonzero().flatten()
+        assert torch.equal(targets[row, known], tokens[row, known + 1])
+        # each target repeats an earlier token at the sequence's period
+        period = int(known.min()) if known.numel() else None
+        if period is not None:
+            assert torch.equal(tokens[row, known + 1], tokens[row, known + 1 - period])
+
+
+def test_repeat_batch_rejects_bad_periods() -> None:
+    with pytest.raises(ValueError, match="period"):
+        ch.repeat_batch(
+            torch.Generator().manual_seed(0), 2, 10, min_period=6, max_period=4
+        )
+    with pytest.raises(ValueError, match="period"):
+        ch.repeat_batch(torch.Generator().manual_seed(0), 2, 10, max_period=10)
+
+
+def test_apply_scaling_and_a_tiny_fine_tune() -> None:
+    torch.manual_seed(0)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=17, d_model=32, n_heads=2))
+    inv_freq, a = ch.yarn_inv_freq(16, 10000.0, 4.0, 16)
+    ch.apply_scaling(model, inv_freq, a)
+    assert torch.equal(model.position.inv_freq, inv_freq)
+    assert model.position.logit_scale == pytest.approx(a * a)
+    calls = []
+
+    def evaluate(m):
+        calls.append(1)
+        return 0.0
+
+    history = ch.fine_tune(model, ch.repeat_batch, 4, 24, every=2, evaluate=evaluate)
+    assert len(history) == 3 and not model.training
+    with pytest.raises(ValueError, match="RoPE"):
+        ch.apply_scaling(
+            ch.TinyTransformer(ch.ModelConfig(vocab_size=17, scheme="alibi")),
+            inv_freq,
+            a,
+        )
+    with pytest.raises(ValueError, match="steps"):
+        ch.fine_tune(model, ch.repeat_batch, -1, 24)
+
+
+def test_train_fine_tune_in_seconds_beats_chance() -> None:
+    torch.set_num_threads(1)
+    model = ch.train_model(
+        ch.ModelConfig(vocab_size=17, d_model=32, n_heads=2, n_layers=2),
+        ch.repeat_batch,
+        ch.TrainConfig(steps=60, length=16, batch_size=32),
+        seed=0,
+    )
+    tokens, targets = ch.repeat_batch(torch.Generator().manual_seed(1), 128, 16)
+    accuracy = ch.evaluate_by_position(model, tokens, targets)["accuracy"]
+    assert float(torch.tensor(accuracy).nanmean()) > 2 / 16  # chance is 1/16
+
+
+# ---- the exercise checks: the solution passes, each wrong answer is named ----
+
+
+def solution_pi_cos_sin(position_ids, head_dim, base, factor):
+    factor = ch.check_factor(factor)
+    angles = (position_ids.float() / factor)[..., None] * ch.rope_inv_freq(
+        head_dim, base
+    )
+    emb = torch.cat((angles, angles), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def pi_variant(angle_fn, validate=True):
+    def candidate(position_ids, head_dim, base, factor):
+        if validate:
+            ch.check_factor(factor)
+        angles = angle_fn(position_ids, head_dim, base, factor)
+        emb = torch.cat((angles, angles), dim=-1)
+        return emb.cos(), emb.sin()
+
+    return candidate
+
+
+def run_check(check, candidate) -> str:
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        check(candidate)
+    return buffer.getvalue()
+
+
+def test_check_pi_cos_sin_accepts_the_solution() -> None:
+    assert "All 5 checks passed." in run_check(ch.check_pi_cos_sin, solution_pi_cos_sin)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "message"),
+    [
+        (
+            pi_variant(
+                lambda p, d, b, s: p.float()[..., None] * s * ch.rope_inv_freq(d, b)
+            ),
+            "multiplied by the factor",
+        ),
+        (
+            pi_variant(
+                lambda p, d, b, s: p.float()[..., None] * ch.rope_inv_freq(d, b)
+            ),
+            "not scaled at all",
+        ),
+        (
+            pi_variant(
+                lambda p, d, b, s: (
+                    torch.div(p, s, rounding_mode="floor")[..., None].float()
+                    * ch.rope_inv_freq(d, b)
+                )
+            ),
+            "rounded down",
+        ),
+        (
+            pi_variant(
+                lambda p, d, b, s: (
+                    p.float()[..., None] / s / b ** (torch.arange(d // 2).float() / d)
+                )
+            ),
+            "i/d",
+        ),
+        (
+            pi_variant(
+                lambda p, d, b, s: p.float()[..., None] / s * ch.rope_inv_freq(d, b),
+                validate=False,
+            ),
+            "ValueError",
+        ),
+        (lambda p, d, b, s: solution_pi_cos_sin(p, d, b, s)[0], "tuple"),
+        (
+            lambda p, d, b, s: tuple(
+                x[..., : d // 2] for x in solution_pi_cos_sin(p, d, b, s)
+            ),
+            "shape",
+        ),
+    ],
+)
+def test_check_pi_cos_sin_names_mistakes(candidate, message) -> None:
+    with pytest.raises(AssertionError, match=message):
+        run_check(ch.check_pi_cos_sin, candidate)
+
+
+def test_check_pi_cos_sin_names_the_interleaved_layout() -> None:
+    def interleaved(p, d, b, s):
+        ch.check_factor(s)
+        angles = (p.float()[..., None] / s * ch.rope_inv_freq(d, b)).repeat_interleave(
+            2, -1
+        )
+        return angles.cos(), angles.sin()
+
+    with pytest.raises(AssertionError, match="interleaved"):
+        run_check(ch.check_pi_cos_sin, interleaved)
+
+
+def good_plan(original, target, base):
+    factor = 2.0 ** math.ceil(math.log2(target / original))
+    return {
+        "rope_type": "yarn",
+        "rope_theta": base,
+        "factor": factor,
+        "original_max_position_embeddings": original,
+    }
+
+
+def test_check_choose_rope_parameters_accepts_the_solution() -> None:
+    assert "All 4 checks passed." in run_check(
+        ch.check_choose_rope_parameters, good_plan
+    )
+
+
+@pytest.mark.parametrize(
+    ("candidate", "message"),
+    [
+        (
+            lambda o, t, b: {
+                **good_plan(o, t, b),
+                "original_max_position_embeddings": t,
+            },
+            "the new length",
+        ),
+        (lambda o, t, b: {**good_plan(o, t, b), "factor": t / o}, "exact ratio"),
+        (
+            lambda o, t, b: {
+                **good_plan(o, t, b),
+                "factor": good_plan(o, t, b)["factor"] / 1.5,
+            },
+            "too small",
+        ),
+        (
+            lambda o, t, b: {
+                k: v for k, v in good_plan(o, t, b).items() if k != "rope_theta"
+            },
+            "default base",
+        ),
+        (lambda o, t, b: {**good_plan(o, t, b), "factor": o / t}, "invalid"),
+        (lambda o, t, b: {**good_plan(o, t, b), "rope_type": "linear"}, "invalid"),
+        (lambda o, t, b: [("rope_type", "yarn")], "expected a dict"),
+    ],
+)
+def test_check_choose_rope_parameters_names_mistakes(candidate, message) -> None:
+    with pytest.raises(AssertionError, match=message):
+        run_check(ch.check_choose_rope_parameters, candidate)

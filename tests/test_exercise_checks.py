@@ -1,0 +1,682 @@
+"""The exercise checks of Chapters 1-7 give feedback that says how to fix.
+
+For every check: an independent correct answer passes and the success line counts the
+checks that ran; each typical mistake the check claims to recognise is fed in and the
+message must show the failing case's input and name that mistake; every other branch
+(shape, in-place edits, a missing or borrowed ValueError, forbidden helpers) is hit
+by one wrong answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import brentq
+from scipy.special import sici
+
+from nbload import chapter
+
+CH1 = chapter("01_attention_cant_see_order")
+CH2 = chapter("02_first_attempts")
+CH3 = chapter("03_deriving_sinusoidal")
+CH4 = chapter("04_sinusoidal_in_code")
+CH5 = chapter("05_deriving_rope")
+CH6 = chapter("06_rope_in_code")
+CH7 = chapter("07_long_range_decay")
+
+
+def passes(check, candidate, count: int, capsys) -> None:
+    check(candidate)
+    assert capsys.readouterr().out.strip() == f"All {count} checks passed."
+
+
+def fails(check, candidate, *needles: str) -> str:
+    with pytest.raises(AssertionError) as info:
+        check(candidate)
+    message = str(info.value)
+    assert "input:" in message, f"no input shown in:\n{message}"
+    for needle in needles:
+        assert needle in message, f"{needle!r} not in:\n{message}"
+    return message
+
+
+# --------------------------------------------------------------------------- the helper
+
+
+def test_feedback_helper_shows_and_recognises() -> None:
+    assert CH1.shown(np.array([1.0, 2.0])) == "[1., 2.]"
+    assert "(20 values, shape (20,))" in CH1.shown(np.arange(20.0))
+    assert CH1.shown(torch.tensor([0.5])) == "[0.5]"
+    mistakes = {"a": [1.0, 2.0], "b": [3.0, 4.0]}
+    assert CH1.recognise([3.0, 4.0], mistakes, 0.0) == "b"
+    assert CH1.recognise([3.0, 5.0], mistakes, 0.0) == ""
+    assert CH1.recognise([3.0], mistakes, 0.0) == ""
+
+
+def test_borrowed_value_error_is_refused() -> None:
+    check = CH1.ExerciseCheck("Exercise 0.0")
+
+    def library_error():
+        np.zeros((2, 2))[:, 0::2] = np.ones((2, 3))  # numpy's broadcasting ValueError
+
+    with pytest.raises(AssertionError, match="does not come from a check of yours"):
+        check.raises_own_value_error("c", "x", library_error, ("even",))
+    with pytest.raises(AssertionError, match="got TypeError"):
+        check.raises_own_value_error("c", "x", lambda: int([]), ("even",))
+    with pytest.raises(NotImplementedError):
+        check.raises_own_value_error(
+            "c",
+            "x",
+            lambda: (_ for _ in ()).throw(NotImplementedError("stub")),
+            ("even",),
+        )
+
+
+# --------------------------------------------------------------------------- Chapter 1
+
+
+def causal(T, a, b):
+    low, high = sorted((a, b))
+    return [True] * T if a == b else [m < low or m > high for m in range(T)]
+
+
+def test_ex_1_3(capsys) -> None:
+    passes(CH1.check_unchanged_causal_outputs, causal, 5, capsys)
+    check = CH1.check_unchanged_causal_outputs
+    fails(
+        check,
+        lambda T, a, b: [m not in (a, b) for m in range(T)],
+        "without a mask",
+        "T = 6, a = 1, b = 4",
+    )
+    fails(
+        check,
+        lambda T, a, b: [m <= min(a, b) or m >= max(a, b) for m in range(T)],
+        "off-by-one",
+    )
+    fails(
+        check,
+        lambda T, a, b: [m < min(a, b) or a == b for m in range(T)],
+        "after the swap are marked as moved",
+    )
+    fails(
+        check,
+        lambda T, a, b: [m < a or m > b for m in range(T)],
+        "a > b is not handled",
+        "T = 5, a = 3, b = 1",
+    )
+    fails(
+        check,
+        lambda T, a, b: [m < min(a, b) or m > max(a, b) for m in range(T)],
+        "a = b is not handled",
+    )
+    fails(check, lambda T, a, b: [True] * (T + 1), "expected")
+
+
+def pool(hidden, mask):
+    weights = mask.to(hidden.dtype)[..., None]
+    return (hidden * weights).sum(1) / weights.sum(1)
+
+
+def test_ex_1_4(capsys) -> None:
+    passes(CH1.check_masked_mean_pool, pool, 4, capsys)
+    check = CH1.check_masked_mean_pool
+    fails(check, lambda h, m: h.mean(dim=1), "plain mean", "mask row [1, 1, 0, 0, 0]")
+    fails(
+        check,
+        lambda h, m: (h * m[..., None]).sum(1) / h.shape[1],
+        "divided by the padded",
+    )
+    fails(check, lambda h, m: pool(h, m)[:2], "shape")
+
+
+# --------------------------------------------------------------------------- Chapter 2
+
+
+def bits(n, b):
+    return ((np.arange(n)[:, None] >> np.arange(b)) & 1).astype(float)
+
+
+def square(n, b, shift=0.5, sign=-1.0, period=1.0):
+    m = np.arange(n, dtype=float)[:, None]
+    return 0.5 * (
+        1 + sign * np.sign(np.sin(np.pi * (m + shift) / (2.0 ** np.arange(b) * period)))
+    )
+
+
+def test_ex_2_2(capsys) -> None:
+    passes(CH2.check_square_wave_bits, square, 4, capsys)
+    check = CH2.check_square_wave_bits
+    fails(
+        check,
+        lambda n, b: square(n, b, shift=0.0),
+        "+ 1/2 is missing",
+        "num_positions = 8, bits = 3",
+    )
+    fails(check, lambda n, b: square(n, b, sign=1.0), "inverted")
+    fails(check, lambda n, b: square(n, b)[:, ::-1], "most significant bit first")
+    fails(check, lambda n, b: square(n, b, period=0.5), "period is 2^i")
+    fails(check, lambda n, b: square(n, b)[:, :-1], "shape")
+
+
+def gray(n, b):
+    if n > 2**b:
+        raise ValueError(f"{b} bits code only {2**b} positions; use more bits")
+    m = np.arange(n)
+    return bits(n, b) * 0 + (((m ^ (m >> 1))[:, None] >> np.arange(b)) & 1)
+
+
+def test_ex_2_3(capsys) -> None:
+    passes(CH2.check_gray_code, gray, 5, capsys)
+    check = CH2.check_gray_code
+    fails(check, lambda n, b: bits(n, b), "plain binary")
+    fails(check, lambda n, b: gray(n, b)[:, ::-1], "most significant bit first")
+    fails(
+        check,
+        lambda n, b: (
+            ((np.arange(n) ^ (np.arange(n) << 1))[:, None] >> np.arange(b)) & 1
+        ),
+        "m << 1",
+    )
+    fails(
+        check, lambda n, b: gray(min(n, 2**b), b), "9 positions, 3 bits", "got no error"
+    )
+    fails(
+        check,
+        lambda n, b: gray(8, 3) if n == 8 else np.zeros((n, b)),
+        "all codes distinct",
+    )
+
+    def bad_neighbours(n, b):
+        if n == 8:
+            return gray(8, 3)
+        codes = bits(n, b)
+        return codes
+
+    fails(check, bad_neighbours, "neighbours differ in one bit")
+
+    def borrowed(n, b):
+        if n > 2**b:
+            raise ValueError("oops")
+        return gray(n, b)
+
+    fails(check, borrowed, "does not come from a check of yours")
+
+
+def codes(T, d, base=10000.0, first=np.sin, second=np.cos, exponent=None, start=0):
+    if d % 2:
+        raise ValueError(f"d must be even, got {d}")
+    exponent = np.arange(0, d, 2) / d if exponent is None else exponent(d)
+    angles = np.arange(start, start + T)[:, None] * base ** (-exponent)
+    out = np.empty((T, d))
+    out[:, 0::2], out[:, 1::2] = first(angles), second(angles)
+    return out
+
+
+def test_ex_2_4(capsys) -> None:
+    passes(CH2.check_sinusoidal_codes, codes, 6, capsys)
+    check = CH2.check_sinusoidal_codes
+    fails(
+        check,
+        lambda T, d, base=1e4: codes(T, d, base, np.cos, np.sin),
+        "swapped",
+        "T = 512, d = 64",
+    )
+    fails(
+        check,
+        lambda T, d, base=1e4: codes(
+            T, d, base, exponent=lambda d: np.arange(d // 2) / d
+        ),
+        "i/d instead of 2i/d",
+    )
+    fails(
+        check,
+        lambda T, d, base=1e4: np.concatenate(
+            [
+                np.sin(np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)),
+                np.cos(np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)),
+            ],
+            1,
+        ),
+        "concatenated layout",
+    )
+    fails(
+        check,
+        lambda T, d, base=1e4: codes(T, d),
+        "base argument is ignored",
+        "base = 100",
+    )
+    fails(check, lambda T, d, base=1e4: codes(T, d, base, start=1), "start at 1")
+
+    def column_index(T, d, base=1e4):
+        angles = np.arange(T)[:, None] * base ** (-np.arange(d) / d)
+        out = np.cos(angles)
+        out[:, 0::2] = np.sin(angles[:, 0::2])
+        return out
+
+    fails(check, column_index, "column index j")
+
+    def no_validation(T, d, base=1e4):
+        theta = base ** (-np.arange(0, d, 2) / d)
+        angles = np.arange(T)[:, None] * theta
+        out = np.empty((T, d))
+        out[:, 0::2], out[:, 1::2] = np.sin(angles), np.cos(angles)
+        return out
+
+    fails(
+        check,
+        no_validation,
+        "odd d",
+        "could not broadcast",
+        "does not come from a check of yours",
+    )
+
+    def length_dependent(T, d, base=1e4):
+        return codes(T, d, base) if T != 10 else codes(T, d, base) + 1e-3
+
+    fails(check, length_dependent, "D1")
+
+    def no_shift_map(T, d, base=1e4):
+        table = codes(T, d, base)
+        if T == 300:
+            table[150:] = table[150:][:, ::-1]
+        return table
+
+    fails(check, no_shift_map, "D2")
+
+
+# --------------------------------------------------------------------------- Chapter 3
+
+
+def relative_part(H):
+    H = np.asarray(H, dtype=float)
+    if H.shape[0] % 2:
+        raise ValueError("d must be even")
+    out = np.zeros_like(H)
+    for i in range(0, H.shape[0], 2):
+        a, b = (H[i, i] + H[i + 1, i + 1]) / 2, (H[i + 1, i] - H[i, i + 1]) / 2
+        out[i : i + 2, i : i + 2] = [[a, -b], [b, a]]
+    return out
+
+
+def test_ex_3_2(capsys) -> None:
+    passes(CH3.check_relative_part, relative_part, 4, capsys)
+    check = CH3.check_relative_part
+    fails(check, lambda H: relative_part(np.asarray(H).T), "wrong sign", "H =")
+    fails(check, lambda H: 2 * relative_part(H), "factor 1/2")
+    blocks = lambda H: np.asarray(H) * np.kron(np.eye(len(H) // 2), np.ones((2, 2)))  # noqa: E731
+    fails(check, blocks, "kept whole")
+    fails(check, lambda H: np.diag(np.diag(H)), "only the diagonal")
+    fails(check, lambda H: blocks(H) - relative_part(H), "not* relative")
+
+    def no_validation(H):
+        return np.zeros((len(H), len(H)))
+
+    with pytest.raises(AssertionError, match="d = 2"):
+        check(no_validation)
+
+
+def layout(d):
+    if d <= 0 or d % 2:
+        raise ValueError(f"d must be a positive even number, got {d}")
+    return np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])
+
+
+def test_ex_3_3(capsys) -> None:
+    passes(CH3.check_layout_permutation, layout, 9, capsys)
+    check = CH3.check_layout_permutation
+    fails(check, lambda d: np.argsort(layout(d)), "inverse permutation", "d = 10")
+    fails(
+        check,
+        lambda d: np.concatenate([np.arange(1, d, 2), np.arange(0, d, 2)]),
+        "cosine columns come first",
+    )
+    fails(check, lambda d: np.arange(d), "the identity", "d = 4")
+    fails(check, lambda d: np.zeros(d, dtype=int), "a permutation of 0..1")
+    fails(
+        check,
+        lambda d: layout(d + d % 2)[:d] if d % 2 == 0 else np.arange(d),
+        "odd d",
+        "got no error",
+    )
+
+
+# --------------------------------------------------------------------------- Chapter 4
+
+
+def shift(pe, k, base=10000.0, direction=1.0, exponent=None):
+    pe = np.asarray(pe, dtype=float)
+    d = pe.shape[-1]
+    if d % 2:
+        raise ValueError(f"the last dimension must be even, got {d}")
+    theta = base ** (-(np.arange(0, d, 2) / d if exponent is None else exponent(d)))
+    c, s = np.cos(k * theta), direction * np.sin(k * theta)
+    out = np.empty_like(pe)
+    out[..., 0::2] = c * pe[..., 0::2] + s * pe[..., 1::2]
+    out[..., 1::2] = c * pe[..., 1::2] - s * pe[..., 0::2]
+    return out
+
+
+def test_ex_4_2(capsys) -> None:
+    passes(CH4.check_shift_encoding, shift, 11, capsys)
+    check = CH4.check_shift_encoding
+    fails(
+        check,
+        lambda pe, k, base=1e4: shift(pe, k, base, -1.0),
+        "wrong way",
+        "d = 8, k = 3",
+        "first row",
+    )
+    fails(
+        check,
+        lambda pe, k, base=1e4: shift(
+            pe, k, base, exponent=lambda d: np.arange(d // 2) / d
+        ),
+        "i/d instead of 2i/d",
+    )
+    fails(
+        check,
+        lambda pe, k, base=1e4: shift(pe, k),
+        "base argument is ignored",
+        "base = 100",
+    )
+    fails(check, lambda pe, k, base=1e4: np.array(pe, dtype=float), "input comes back")
+
+    def in_place(pe, k, base=1e4):
+        pe[...] = shift(pe, k, base)
+        return pe
+
+    fails(check, in_place, "modified in place")
+
+    def no_validation(pe, k, base=1e4):
+        pe = np.asarray(pe, dtype=float)
+        return pe if pe.shape[-1] % 2 else shift(pe, k, base)
+
+    fails(check, no_validation, "odd width 7", "got no error")
+
+
+def gram(T, d, base=10000.0):
+    theta = base ** (-np.arange(0, d, 2) / d)
+    delta = np.arange(T)[:, None] - np.arange(T)[None, :]
+    return np.cos(delta[..., None] * theta).sum(-1)
+
+
+def test_ex_4_3(capsys) -> None:
+    passes(CH4.check_offset_gram, gram, 5, capsys)
+    check = CH4.check_offset_gram
+    fails(
+        check,
+        lambda T, d, base=1e4: np.sin(
+            (np.arange(T)[:, None] - np.arange(T))[..., None]
+            * base ** (-np.arange(0, d, 2) / d)
+        ).sum(-1),
+        "sum of sines",
+        "num_positions = 5, d = 4",
+    )
+    fails(check, lambda T, d, base=1e4: gram(T, d, base**0.5), "i/d instead of 2i/d")
+    fails(check, lambda T, d, base=1e4: 2 * gram(T, d, base), "counted twice")
+    fails(
+        check,
+        lambda T, d, base=1e4: np.cos(
+            (np.arange(T)[:, None] - np.arange(T) + 1)[..., None]
+            * base ** (-np.arange(0, d, 2) / d)
+        ).sum(-1),
+        "shifted by one",
+    )
+    fails(
+        check,
+        lambda T, d, base=1e4: gram(T, d, base) - np.eye(T) * d / 2,
+        "diagonal is wrong",
+    )
+    fails(check, lambda T, d, base=1e4: np.eye(T), "none of the usual mistakes")
+
+
+# --------------------------------------------------------------------------- Chapter 5
+
+
+def rope_dense(m, d, base=10000.0):
+    out = np.zeros((d, d))
+    for i in range(d // 2):
+        phi = m * base ** (-2 * i / d)
+        out[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [
+            [np.cos(phi), -np.sin(phi)],
+            [np.sin(phi), np.cos(phi)],
+        ]
+    return out
+
+
+def scores(Q, K, base=10000.0):
+    Q, K = np.asarray(Q, dtype=float), np.asarray(K, dtype=float)
+    if Q.shape[1] % 2:
+        raise ValueError("d must be even")
+    d = Q.shape[1]
+    q = np.stack([rope_dense(m, d, base) @ x for m, x in enumerate(Q)])
+    k = np.stack([rope_dense(n, d, base) @ x for n, x in enumerate(K)])
+    return q @ k.T
+
+
+def test_ex_5_3(capsys) -> None:
+    passes(CH5.check_rope_scores, scores, 4, capsys)
+    check = CH5.check_rope_scores
+
+    def reversed_offsets(Q, K, base=1e4):
+        d = Q.shape[1]
+        q = np.stack([rope_dense(-m, d, base) @ x for m, x in enumerate(Q)])
+        k = np.stack([rope_dense(-n, d, base) @ x for n, x in enumerate(K)])
+        return q @ k.T
+
+    fails(
+        check,
+        reversed_offsets,
+        "wrong sign",
+        "first wrong entry S[0, 1]",
+        "Delta = m - n = -1",
+        "q_m =",
+    )
+
+    def cos_only(Q, K, base=1e4):
+        T, d = Q.shape
+        theta = base ** (-np.arange(0, d, 2) / d)
+        delta = np.arange(T)[:, None] - np.arange(T)
+        dot = Q[:, None, 0::2] * K[None, :, 0::2] + Q[:, None, 1::2] * K[None, :, 1::2]
+        return (np.cos(delta[..., None] * theta) * dot).sum(-1)
+
+    fails(check, cos_only, "sin term is missing")
+    fails(check, lambda Q, K, base=1e4: scores(Q, K, base).T, "rows and columns")
+    fails(check, lambda Q, K, base=1e4: scores(Q, K, base**0.5), "i/d instead of 2i/d")
+
+    def halves(Q, K, base=1e4):
+        d = Q.shape[1]
+        order = np.stack([np.arange(d // 2), np.arange(d // 2) + d // 2]).T.ravel()
+        return scores(Q[:, order], K[:, order], base)
+
+    fails(check, halves, "split halves")
+
+    def no_validation(Q, K, base=1e4):
+        return np.zeros((len(Q), len(K))) if Q.shape[1] % 2 else scores(Q, K, base)
+
+    fails(check, no_validation, "odd d", "got no error")
+
+
+# --------------------------------------------------------------------------- Chapter 6
+
+
+def convert(W, n_heads, head_dim, to):
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even, got {head_dim}")
+    if W.shape[0] != n_heads * head_dim:
+        raise ValueError(
+            f"W must have n_heads * head_dim rows, got shape {tuple(W.shape)}"
+        )
+    if to not in ("halves", "interleaved"):
+        raise ValueError(f"to must be 'halves' or 'interleaved', got {to!r}")
+    order = torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
+    if to == "interleaved":
+        order = torch.argsort(order)
+    heads = W.reshape(n_heads, head_dim, -1)
+    return heads[:, order].reshape(W.shape)
+
+
+def test_ex_6_2(capsys) -> None:
+    passes(CH6.check_convert_qk_weight, convert, 8, capsys)
+    check = CH6.check_convert_qk_weight
+    other = {"halves": "interleaved", "interleaved": "halves"}
+    fails(
+        check,
+        lambda W, h, d, to: convert(W, h, d, other.get(to, to)),
+        "direction is swapped",
+        "n_heads = 4, head_dim = 8, to = 'halves'",
+    )
+    fails(check, lambda W, h, d, to: convert(W, 1, h * d, to), "whole matrix")
+
+    def odd_first(W, h, d, to):
+        convert(W, h, d, to)
+        order = torch.cat((torch.arange(1, d, 2), torch.arange(0, d, 2)))
+        return W.reshape(h, d, -1)[:, order].reshape(W.shape)
+
+    fails(check, odd_first, "odd coordinates first")
+    fails(check, lambda W, h, d, to: convert(W, h, d, to)[:-1], "shape")
+
+    def library_errors(W, h, d, to):
+        return (
+            convert(W, h, d, to)
+            if d % 2 == 0 and to in other and W.shape[0] == h * d
+            else W.reshape(h, d // 2, 2, W.shape[1])
+        )
+
+    fails(check, library_errors, "W with 30 rows", "got RuntimeError")
+
+    namespace = dict(vars(CH6))
+    exec(  # noqa: S102 - a learner's answer that calls the chapter's own helpers
+        "def via_helpers(W, n_heads, head_dim, to):\n"
+        "    convert(W, n_heads, head_dim, to)\n"
+        "    perm = interleaved_to_halves_perm(head_dim)\n"
+        "    perm = perm if to == 'halves' else torch.argsort(perm)\n"
+        "    return permute_head_rows(W, n_heads, perm)\n",
+        namespace,
+    )
+    namespace["convert"] = convert
+    fails(
+        check,
+        namespace["via_helpers"],
+        "reshape and transpose only",
+        "permute_head_rows",
+    )
+    assert namespace["permute_head_rows"] is CH6.permute_head_rows, (
+        "the spy was not removed"
+    )
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def test_ex_6_3(capsys) -> None:
+    passes(CH6.check_rotate_half, rotate_half, 4, capsys)
+    check = CH6.check_rotate_half
+    fails(check, lambda x: -rotate_half(x), "wrong half", "x = (1, 2, 3, 4)")
+    fails(check, lambda x: torch.cat(x.chunk(2, -1)[::-1], -1), "minus sign is missing")
+    fails(
+        check,
+        lambda x: torch.stack((-x[..., 1::2], x[..., 0::2]), -1).flatten(-2),
+        "interleaved quarter turn",
+    )
+    fails(
+        check,
+        lambda x: rotate_half(x) if x.ndim == 1 else rotate_half(x)[..., :1],
+        "shape (2, 3, 5, 8)",
+    )
+
+
+def next_positions(mask, new):
+    if mask.ndim != 2:
+        raise ValueError(
+            f"attention_mask must have shape (batch, seq_len), got {mask.shape}"
+        )
+    return mask.long().sum(1, keepdim=True) + torch.arange(new)
+
+
+def test_ex_6_5(capsys) -> None:
+    passes(CH6.check_next_position_ids, next_positions, 4, capsys)
+    check = CH6.check_next_position_ids
+    fails(
+        check,
+        lambda m, n: m.shape[1] + torch.arange(n).expand(m.shape[0], n),
+        "padding is counted",
+        "attention_mask = [[0, 0, 1, 1, 1]",
+    )
+    fails(
+        check, lambda m, n: torch.arange(n).expand(m.shape[0], n), "cache is forgotten"
+    )
+    fails(check, lambda m, n: next_positions(m, n) - 1, "(real tokens - 1)")
+    fails(check, lambda m, n: next_positions(m, n) + 1, "not (real tokens + 1)")
+    fails(
+        check,
+        lambda m, n: (
+            m.sum(-1, keepdim=True) + torch.arange(n) if m.ndim == 2 else m.sum()
+        ),
+        "a 1-D mask",
+        "got no error",
+    )
+
+
+# --------------------------------------------------------------------------- Chapter 7
+
+
+def finite_sum(delta, d, base=10000.0):
+    theta = base ** (-np.arange(0, d, 2) / d)
+    return np.cos(np.multiply.outer(np.asarray(delta, dtype=float), theta)).mean(-1)
+
+
+def first_zero(d, base=10000.0):
+    grid = np.arange(0.0, 5000.0, 0.05)
+    j = int(np.argmax(finite_sum(grid, d, base) <= 0))
+    return brentq(lambda x: finite_sum(x, d, base), grid[j - 1], grid[j], xtol=1e-12)
+
+
+def test_ex_7_2(capsys) -> None:
+    passes(CH7.check_first_zero_finite_sum, first_zero, 12, capsys)
+    check = CH7.check_first_zero_finite_sum
+    fails(
+        check,
+        lambda d, base=1e4: float(np.ceil(first_zero(d, base))),
+        "*integer* offset",
+        "d = 2, base = 10000",
+    )
+    x0 = brentq(lambda x: sici(x)[1], 0.3, 1.0)
+    fails(
+        check, lambda d, base=1e4: CH7.first_zero_integral(base), "zero of the integral"
+    )
+    fails(
+        check,
+        lambda d, base=1e4: 3 * np.pi / 2 if d == 2 else first_zero(d, base),
+        "not the first",
+    )
+    fails(check, lambda d, base=1e4: first_zero(d, base) + 1e-3, "expected a zero in")
+    assert x0 > 0.6
+
+
+def base_for_context(L):
+    if L < 10:
+        raise ValueError(f"the context length L must be at least 10, got {L}")
+    x0 = brentq(lambda x: sici(x)[1], 0.3, 1.0)
+    return brentq(
+        lambda b: CH7.first_zero_integral(b) - L,
+        (L - 3.8) / x0,
+        (L + 3.8) / x0,
+        xtol=1e-9,
+        rtol=1e-12,
+    )
+
+
+def test_ex_7_3(capsys) -> None:
+    passes(CH7.check_base_for_context, base_for_context, 4, capsys)
+    check = CH7.check_base_for_context
+    x0 = brentq(lambda x: sici(x)[1], 0.3, 1.0)
+    fails(check, lambda L: L / x0, "approximation L / x0", "L = 100")
+    fails(check, lambda L: (L + 3.8) / x0, "sufficient bound")
+    fails(check, lambda L: float(L), "base equals L")
+    fails(check, lambda L: L * x0, "times x0")
+    fails(check, lambda L: base_for_context(max(L, 10)), "L = 0", "got no error")
