@@ -290,11 +290,6 @@ def _offset_gram_ok(T, d, base=10000.0):
     return P @ P.T
 
 
-def test_check_functions_accept_correct_solutions(capsys):
-    ch.check_shift_encoding(_shift_encoding_ok)
-    ch.check_offset_gram(_offset_gram_ok)
-    out = capsys.readouterr().out
-    assert "All 6 checks passed." in out and "All 5 checks passed." in out
 
 
 def test_check_functions_reject_wrong_solutions():
