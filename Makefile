@@ -1,17 +1,26 @@
-# Two commands: `make book` builds the site (executing every notebook); `make test` runs every test.
-# Both create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book test setup sync student slides bench clean
+# `make book` builds the site (executing every notebook); `make test` runs every test;
+# `make check` is the one-minute loop while editing (sync, lint, unit tests; no build).
+# All create .venv on first use. `book` is also a folder name, hence .PHONY.
+.PHONY: book test check lint unit setup sync student slides bench determinism clean
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-BUILD := _build
+# BOOK_BUILD_DIR moves the build (tools/paths.py reads it too); jupyter-book writes
+# <parent>/_build, so the folder must be named _build.
+BUILD := $(or $(BOOK_BUILD_DIR),_build)
+ifneq ($(notdir $(abspath $(BUILD))),_build)
+$(error BOOK_BUILD_DIR must be a folder named _build, got $(BUILD))
+endif
 # No hub access at build or test time: the model comes from a PyPI wheel.
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 export PYTHONHASHSEED := 0
+# Every kernel started from here (build, tests, bench) runs the build's IPython profile:
+# plotly's HTML renderer and figure defaults that only the static site needs.
+export IPYTHONDIR := $(CURDIR)/tools/ipython
 
 setup: $(STAMP) book/vendor/.stamp
 
@@ -27,19 +36,38 @@ book/vendor/.stamp: $(STAMP) tools/vendor_assets.py
 sync: setup
 	$(PY) tools/sync_notebooks.py
 
+lint: setup
+	$(VENV)/bin/ruff check tools tests notebooks
+
+unit: setup
+	$(PY) -m pytest -m unit -q
+
+# The one-minute loop: notebooks in sync, lint, unit tests of the chapter functions.
+check: setup
+	$(PY) tools/sync_notebooks.py --check
+	$(VENV)/bin/ruff check tools tests notebooks
+	$(PY) -m pytest -m unit -q
+
 book: setup
 	$(PY) tools/sync_notebooks.py --check
 	rm -rf $(BUILD)/html $(BUILD)/jupyter_execute
-	$(VENV)/bin/jupyter-book build . --path-output . -W -n --keep-going
+	$(VENV)/bin/jupyter-book build . --path-output $(abspath $(BUILD)/..) -W -n --keep-going
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
 
 student: setup
 	$(PY) tools/make_student.py student
 
+# Times a fresh `make test` (build included) and each notebook alone; prints a table.
 bench: setup
 	$(PY) tools/bench.py
 
+# Opt-in: run every notebook a second time, alone, and compare its printed output with the
+# build's (every random draw is seeded). Needs a build (`make book`).
+determinism: setup
+	$(PY) tools/bench.py --determinism
+
 test: book
+	$(VENV)/bin/ruff check tools tests notebooks
 	$(PY) -m pytest tests
 
 clean:

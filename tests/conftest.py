@@ -1,25 +1,46 @@
-"""Shared fixtures: paths, the built site, and the tools/ folder on sys.path."""
+"""Shared fixtures (the built site) and the markers that group tests by what they need.
+
+Paths come from tools/paths.py (``BOOK_BUILD_DIR`` moves the build); pytest.ini puts
+tools/ and tests/ on the import path.
+"""
+
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "tests"))
+from paths import BUILD, EXECUTED, ROOT, SITE  # noqa: F401 - re-exported to the tests
 
-BUILD = Path(os.environ.get("BOOK_BUILD_DIR", ROOT / "_build"))  # override to test another build
-SITE = BUILD / "html"
-EXECUTED = BUILD / "jupyter_execute"
+# Timing is not what the property tests check: on a loaded 2-core machine hypothesis's
+# default 200 ms deadline per example fails at random.
+settings.register_profile("book", deadline=None)
+settings.load_profile("book")
+
+BUILD_FIXTURES = {"site", "executed_notebook", "slides"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test ``site`` if it needs the build (a build fixture or a ``site`` or
+    ``browser`` mark), else ``unit``; ``browser`` tests are ``site`` tests too."""
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        if "browser" in marks or BUILD_FIXTURES & set(
+            getattr(item, "fixturenames", ())
+        ):
+            marks.add("site")
+            item.add_marker(pytest.mark.site)
+        if "site" not in marks:
+            item.add_marker(pytest.mark.unit)
 
 
 @pytest.fixture(scope="session")
 def site() -> Path:
     """The built site; `make test` builds it first (`make book`)."""
     if not (SITE / "index.html").is_file():
-        pytest.fail("no built site in _build/html: run `make test` (it builds the book first) "
-                    "or `make book`")
+        pytest.fail(
+            f"no built site in {SITE}: run `make test` (it builds the book first) "
+            "or `make book`"
+        )
     return SITE

@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from nbload import chapter
 
 ch = chapter("01_attention_cant_see_order")

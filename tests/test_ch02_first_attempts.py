@@ -6,6 +6,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from nbload import chapter
 
 ch = chapter("02_first_attempts")
@@ -150,12 +151,15 @@ def test_range_excursion(n, seed) -> None:
     assert ch.range_excursion(constant, np.append(inside[0], 1.0)) == np.inf
 
 
-@given(n=st.integers(1, 12), d=st.integers(1, 4))
-def test_grid_code_count(n, d) -> None:
-    assert ch.grid_code_count(ch.broadcast_code(ch.integer_positions(n), d)) == n * n
-    repeated = np.zeros((n, d))  # every row gets the same code: one distinct grid code
-    assert ch.grid_code_count(repeated) == 1
-    assert ch.grid_code_count(np.arange(n)) == n * n  # 1-D: one scalar per position
+@given(n=st.integers(8, 12), d=st.integers(1, 3), shift=st.sampled_from([(1, 0), (0, 1), (2, 3)]))
+def test_axis_grid_shift_error(n, d, shift) -> None:
+    # integer positions on each axis: every 2-D shift is a translation, error ~ 0
+    assert ch.axis_grid_shift_error(ch.broadcast_code(ch.integer_positions(n), d), shift) < 1e-8
+    # bits of each axis: a one-row shift of a 3-bit code has carries, no exact affine map
+    bits = np.array([[(m >> i) & 1 for i in range(3)] for m in range(8)], dtype=float)
+    assert ch.axis_grid_shift_error(bits, (1, 0)) > 0.1
+    with pytest.raises(ValueError, match="shift"):
+        ch.axis_grid_shift_error(np.arange(n), (0, 0))
 
 
 @given(T=st.integers(2, 50), scale=st.floats(0.1, 10))
@@ -217,7 +221,7 @@ def test_bad_inputs_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="every row needs 2 cells"):
         ch.html_table(["a", "b"], [["1"]])
     with pytest.raises(ValueError, match="shape \\(positions, d\\)"):
-        ch.grid_code_count(np.zeros((2, 2, 2)))
+        ch.axis_grid_shift_error(np.zeros((2, 2, 2)), (1, 0))
     with pytest.raises(ValueError, match="start must be 0 to 1"):
         ch.similarity_explorer(np.eye(3), [0, 1], start=2)
     with pytest.raises(ValueError, match="zero row"):

@@ -1,16 +1,12 @@
 """Tests for Chapter 3, Deriving the sinusoidal encoding (functions loaded from the notebook)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
 from nbload import chapter  # noqa: E402
 
 ch = chapter("03_deriving_sinusoidal")
@@ -128,7 +124,7 @@ def test_interleaved_matches_definition_and_complex_form(T, d, base):
     assert np.allclose((P**2).sum(axis=1), d / 2)
 
 
-@pytest.mark.parametrize("fn", ["sinusoidal_interleaved", "sinusoidal_concatenated", "sinusoidal_tutorial_loop"])
+@pytest.mark.parametrize("fn", ["sinusoidal_interleaved", "sinusoidal_concatenated"])
 def test_encodings_reject_bad_input(fn):
     f = getattr(ch, fn)
     assert f(0, 8).shape == (0, 8)
@@ -144,24 +140,6 @@ def test_encodings_reject_bad_input(fn):
         f(4, 8, 0.0)
     with pytest.raises(ValueError, match="base must be"):
         f(4, 8, float("inf"))
-
-
-def test_exponent_rules():
-    d = 16
-    T = 40
-    tables = {r: ch.sinusoidal_from_exponents(T, ch.exponent_rule(r, d))
-              for r in ("correct", "column index", "doubled index", "missing factor 2")}
-    assert np.allclose(tables["correct"], ch.sinusoidal_interleaved(T, d))
-    assert np.allclose(tables["doubled index"], ch.sinusoidal_tutorial_loop(T, d))
-    assert np.allclose(tables["missing factor 2"], ch.sinusoidal_interleaved(T, d, 100.0))
-    for r in ("column index", "doubled index"):
-        assert ch.diagonal_spread(tables[r] @ tables[r].T) > 1.0
-    with pytest.raises(ValueError, match="unknown rule"):
-        ch.exponent_rule("typo", d)
-    with pytest.raises(ValueError, match="even length"):
-        ch.sinusoidal_from_exponents(4, np.zeros(3))
-    with pytest.raises(ValueError, match="finite"):
-        ch.sinusoidal_from_exponents(4, np.array([0.0, np.nan]))
 
 
 # --- general H -----------------------------------------------------------------------------
@@ -295,10 +273,10 @@ def test_shift_isometry_recovers_an_orthogonal_shift(seed):
     d, T = 6, 16
     Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
     P = ch.sinusoidal_interleaved(T, d, base=7.0) @ Q.T  # relative code in a random basis
-    O = ch.shift_isometry(P)
-    assert np.allclose(O.T @ O, np.eye(d), atol=1e-8)
+    U = ch.shift_isometry(P)
+    assert np.allclose(U.T @ U, np.eye(d), atol=1e-8)
     for m in range(T):
-        assert np.allclose(np.linalg.matrix_power(O, m) @ P[0], P[m], atol=1e-8)
+        assert np.allclose(np.linalg.matrix_power(U, m) @ P[0], P[m], atol=1e-8)
 
 
 def test_shift_isometry_alternating_code_and_errors():

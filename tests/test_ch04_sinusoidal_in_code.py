@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +9,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
 from nbload import chapter  # noqa: E402
 
 ch = chapter("04_sinusoidal_in_code")
@@ -299,3 +296,32 @@ def test_check_functions_reject_wrong_solutions():
         ch.check_shift_encoding(lambda pe, k, base=10000.0: np.asarray(pe))
     with pytest.raises(AssertionError, match="T = 5, d = 4"):
         ch.check_offset_gram(lambda T, d, base=10000.0: np.eye(T))
+
+
+def test_tutorial_loop_rejects_bad_input():
+    assert ch.sinusoidal_tutorial_loop(0, 8).shape == (0, 8)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        ch.sinusoidal_tutorial_loop(-1, 8)
+    with pytest.raises(ValueError, match="positive even integer"):
+        ch.sinusoidal_tutorial_loop(4, 7)
+    with pytest.raises(ValueError, match="base must be"):
+        ch.sinusoidal_tutorial_loop(4, 8, 0.0)
+
+
+# moved from Chapter 3 with the section "Three bugs that look like the formula"
+def test_exponent_rules():
+    d = 16
+    T = 40
+    tables = {r: ch.sinusoidal_from_exponents(T, ch.exponent_rule(r, d))
+              for r in ("correct", "column index", "doubled index", "missing factor 2")}
+    assert np.allclose(tables["correct"], ch.sinusoidal_encoding(T, d))
+    assert np.allclose(tables["doubled index"], ch.sinusoidal_tutorial_loop(T, d))
+    assert np.allclose(tables["missing factor 2"], ch.sinusoidal_encoding(T, d, 100.0))
+    for r in ("column index", "doubled index"):
+        assert ch.diagonal_spread(tables[r] @ tables[r].T) > 1.0
+    with pytest.raises(ValueError, match="unknown rule"):
+        ch.exponent_rule("typo", d)
+    with pytest.raises(ValueError, match="even length"):
+        ch.sinusoidal_from_exponents(4, np.zeros(3))
+    with pytest.raises(ValueError, match="finite"):
+        ch.sinusoidal_from_exponents(4, np.array([0.0, np.nan]))

@@ -5,16 +5,12 @@ the reader sees.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
 from nbload import chapter  # noqa: E402
 
 ch = chapter("05_deriving_rope")

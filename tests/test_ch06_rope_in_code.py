@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from nbload import chapter
 
 ch = chapter("06_rope_in_code")

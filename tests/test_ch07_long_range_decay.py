@@ -2,15 +2,12 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
 from nbload import chapter  # noqa: E402
 
 ch = chapter("07_long_range_decay")

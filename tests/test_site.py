@@ -1,20 +1,31 @@
-"""The built site, served on 127.0.0.1 and read by Debian's Chromium, as a reader would read it.
+"""The built site, served on 127.0.0.1 and read by Debian's Chromium, as a reader would
+read it.
 
-Every page must load with no console error, no page error and no failed request; no request may
-leave the machine; math must be typeset by the vendored MathJax; every image must have a size;
-interactive plotly figures must draw; notebook pages must offer Colab and download buttons;
+Every page must load with no console error, no page error and no failed request; no
+request may
+leave the machine; math must be typeset by the vendored MathJax; every image must have a
+size;
+interactive plotly figures must draw; notebook pages must offer Colab and download
+buttons;
 internal links must resolve; and no cell output may show a traceback or stderr.
 """
+
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
+
 from browser import browser, serve, wait_for_math
-from conftest import ROOT
+from nbtools import read
+from paths import BUILD, EXECUTED_NOTEBOOKS, ROOT
+
+pytestmark = [pytest.mark.site, pytest.mark.browser]
 
 SKIP_DIRS = {"_static", "_sources", "_images", "slides", "_sphinx_design_static"}
 
@@ -30,6 +41,16 @@ class PageReport:
     external_requests: list[str] = field(default_factory=list)
     bad_status: list[str] = field(default_factory=list)
     dom: dict = field(default_factory=dict)
+    weight: dict[str, tuple[int, int]] = field(default_factory=dict)  # url: (raw, sent)
+
+    @property
+    def sent(self) -> int:
+        """Bytes a gzip-compressing static host sends for this page, all included."""
+        return sum(sent for _, sent in self.weight.values())
+
+    @property
+    def raw(self) -> int:
+        return sum(raw for raw, _ in self.weight.values())
 
 
 DOM_PROBE = """() => {
@@ -38,19 +59,41 @@ DOM_PROBE = """() => {
     math_nodes: q('.math, span.math, div.math').length,
     mjx: q('mjx-container').length,
     mjx_errors: q('mjx-merror').length,
-    raw_tex: /\\\\\\(|\\\\\\[|\\$\\$/.test(q('article').map(a => a.innerText).join(' ')),
+    raw_tex: /\\\\\\(|\\\\\\[|\\$\\$/.test(
+      q('article').map(a => a.innerText).join(' ')),
     images: q('article img').map(i => ({src: i.getAttribute('src').slice(0, 80),
-                                        ok: i.complete && i.naturalWidth > 0 && i.naturalHeight > 0})),
+      ok: i.complete && i.naturalWidth > 0 && i.naturalHeight > 0})),
     plotly_divs: q('.plotly-graph-div').length,
     plotly_drawn: q('.plotly-graph-div .main-svg').length,
-    plotly_empty: q('.plotly-graph-div').filter(d => !d.querySelector('.main-svg')).length,
+    plotly_empty: q('.plotly-graph-div')
+      .filter(d => !d.querySelector('.main-svg')).length,
     colab: q('a[href^="https://colab.research.google.com/github/"]').length,
     download_ipynb: q('a[href$=".ipynb"]').length,
-    output_stderr: q('.cell_output .stderr, .cell_output .output.stderr, .cell_output .traceback').length,
+    output_stderr: q('.cell_output .stderr, .cell_output .output.stderr, '
+                     + '.cell_output .traceback').length,
     output_text: q('.cell_output').map(o => o.innerText).join('\\n'),
     links: q('a[href]').map(a => a.href),
+    icons_drawn: q('svg.svg-inline--fa').length,
+    icons_missing: q('i[class*="fa-"]').map(i => i.className),
   };
 }"""
+
+
+def transfer_sizes(responses) -> dict[str, tuple[int, int]]:
+    """(raw bytes, bytes sent gzip-compressed) of every response a page received.
+
+    A static host compresses text; for already compressed files (PNG, woff2) gzip gains
+    nothing, so the smaller of the two sizes is what such a host sends."""
+    sizes = {}
+    for response in responses:
+        if response.url.startswith("data:") or response.status != 200:
+            continue
+        try:
+            body = response.body()
+        except Exception:  # noqa: BLE001 - e.g. a redirect or an aborted request
+            continue
+        sizes[response.url] = (len(body), min(len(body), len(gzip.compress(body, 6))))
+    return sizes
 
 
 def site_pages(site: Path) -> list[str]:
@@ -69,34 +112,53 @@ def reports(site: Path) -> dict[str, PageReport]:
     """Open every page once; record everything the tests below look at."""
     results: dict[str, PageReport] = {}
     with serve(site) as base, browser() as chromium:
-        context = chromium.new_context(viewport={"width": 1280, "height": 900})
         host = urlparse(base).netloc
         for rel in site_pages(site):
             report = PageReport(rel)
+            # a fresh context per page: a first-time visitor, nothing cached
+            context = chromium.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()
+            responses = []
+            page.on("response", lambda s: responses.append(s))
 
             def route(route, report=report):
                 url = route.request.url
-                if urlparse(url).scheme in ("http", "https") and urlparse(url).netloc != host:
+                if (
+                    urlparse(url).scheme in ("http", "https")
+                    and urlparse(url).netloc != host
+                ):
                     report.external_requests.append(url)
                     return route.abort()
                 return route.continue_()
 
             page.route("**/*", route)
-            page.on("console", lambda m, r=report: r.console_errors.append(m.text)
-                    if m.type == "error" else None)
+            page.on(
+                "console",
+                lambda m, r=report: (
+                    r.console_errors.append(m.text) if m.type == "error" else None
+                ),
+            )
             page.on("pageerror", lambda e, r=report: r.page_errors.append(str(e)))
-            page.on("requestfailed", lambda q, r=report: r.failed_requests.append(q.url))
-            page.on("response", lambda s, r=report: r.bad_status.append(f"{s.status} {s.url}")
-                    if s.status >= 400 else None)
+            page.on(
+                "requestfailed", lambda q, r=report: r.failed_requests.append(q.url)
+            )
+            page.on(
+                "response",
+                lambda s, r=report: (
+                    r.bad_status.append(f"{s.status} {s.url}")
+                    if s.status >= 400
+                    else None
+                ),
+            )
             page.goto(base + rel, wait_until="load")
             page.wait_for_load_state("networkidle")
             wait_for_math(page)
             page.wait_for_timeout(200)
             report.dom = page.evaluate(DOM_PROBE)
+            report.weight = transfer_sizes(responses)
             page.close()
+            context.close()
             results[rel] = report
-        context.close()
         results["__base__"] = base  # type: ignore[assignment]
     return results
 
@@ -109,24 +171,36 @@ def test_site_has_every_chapter(site: Path) -> None:
     pages = site_pages(site)
     notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
     for stem in notebooks:
-        assert f"notebooks/{stem}.html" in pages, f"chapter {stem} is missing from the site"
+        assert f"notebooks/{stem}.html" in pages, (
+            f"chapter {stem} is missing from the site"
+        )
 
 
 def test_no_console_or_page_errors(reports) -> None:
-    problems = {r.path: r.console_errors + r.page_errors for r in pages_of(reports)
-                if r.console_errors or r.page_errors}
+    problems = {
+        r.path: r.console_errors + r.page_errors
+        for r in pages_of(reports)
+        if r.console_errors or r.page_errors
+    }
     assert not problems, f"pages with browser errors: {problems}"
 
 
 def test_no_failed_requests(reports) -> None:
-    problems = {r.path: r.failed_requests + r.bad_status for r in pages_of(reports)
-                if r.failed_requests or r.bad_status}
+    problems = {
+        r.path: r.failed_requests + r.bad_status
+        for r in pages_of(reports)
+        if r.failed_requests or r.bad_status
+    }
     assert not problems, f"pages with failed requests: {problems}"
 
 
 def test_no_request_leaves_the_machine(reports) -> None:
-    problems = {r.path: r.external_requests for r in pages_of(reports) if r.external_requests}
-    assert not problems, f"pages requesting external resources (vendor them): {problems}"
+    problems = {
+        r.path: r.external_requests for r in pages_of(reports) if r.external_requests
+    }
+    assert not problems, (
+        f"pages requesting external resources (vendor them): {problems}"
+    )
 
 
 def test_math_renders(reports) -> None:
@@ -134,21 +208,30 @@ def test_math_renders(reports) -> None:
     assert with_math, "no page contains math: the probe is broken"
     for r in with_math:
         assert r.dom["mjx"] > 0, f"{r.path}: math present but MathJax rendered nothing"
-        assert r.dom["mjx_errors"] == 0, f"{r.path}: {r.dom['mjx_errors']} MathJax errors"
+        assert r.dom["mjx_errors"] == 0, (
+            f"{r.path}: {r.dom['mjx_errors']} MathJax errors"
+        )
         assert not r.dom["raw_tex"], f"{r.path}: untypeset TeX delimiters in the text"
 
 
 def test_images_have_size(reports) -> None:
-    broken = {r.path: [i["src"] for i in r.dom["images"] if not i["ok"]] for r in pages_of(reports)}
+    broken = {
+        r.path: [i["src"] for i in r.dom["images"] if not i["ok"]]
+        for r in pages_of(reports)
+    }
     broken = {k: v for k, v in broken.items() if v}
     assert not broken, f"images that did not load: {broken}"
 
 
 def test_interactive_figures_render(reports) -> None:
     chapters = [r for r in pages_of(reports) if r.path.startswith("notebooks/")]
-    assert any(r.dom["plotly_divs"] for r in chapters), "no interactive figure on any chapter"
+    assert any(r.dom["plotly_divs"] for r in chapters), (
+        "no interactive figure on any chapter"
+    )
     for r in chapters:
-        assert r.dom["plotly_empty"] == 0, f"{r.path}: {r.dom['plotly_empty']} plotly figures not drawn"
+        assert r.dom["plotly_empty"] == 0, (
+            f"{r.path}: {r.dom['plotly_empty']} plotly figures not drawn"
+        )
 
 
 def test_notebook_pages_have_colab_and_download(reports) -> None:
@@ -160,7 +243,9 @@ def test_notebook_pages_have_colab_and_download(reports) -> None:
 
 def test_no_tracebacks_or_stderr_in_outputs(reports) -> None:
     for r in pages_of(reports):
-        assert r.dom["output_stderr"] == 0, f"{r.path}: stderr or traceback output shown"
+        assert r.dom["output_stderr"] == 0, (
+            f"{r.path}: stderr or traceback output shown"
+        )
         text = r.dom["output_text"]
         for marker in ("Traceback (most recent call last)", "Warning:", "Error:"):
             assert marker not in text, f"{r.path}: cell output contains {marker!r}"
@@ -183,7 +268,9 @@ def test_internal_links_resolve(reports, site: Path) -> None:
                 continue
             if fragment and target.suffix == ".html":
                 if target not in ids_cache:
-                    ids_cache[target] = set(re.findall(r'id="([^"]+)"', target.read_text()))
+                    ids_cache[target] = set(
+                        re.findall(r'id="([^"]+)"', target.read_text())
+                    )
                 if unquote(fragment) not in ids_cache[target]:
                     broken.append(f"{r.path} -> {href} (no such anchor)")
     assert not broken, "broken internal links:\n" + "\n".join(sorted(set(broken)))
@@ -198,5 +285,94 @@ def test_figures_are_opaque(site: Path) -> None:
     for png in pngs:
         with Image.open(png) as image:
             rgba = image.convert("RGBA")
-            corners = [rgba.getpixel((x, y))[3] for x in (0, rgba.width - 1) for y in (0, rgba.height - 1)]
-        assert min(corners) == 255, f"{png.name} has a transparent background (unreadable in dark mode)"
+            corners = [
+                rgba.getpixel((x, y))[3]
+                for x in (0, rgba.width - 1)
+                for y in (0, rgba.height - 1)
+            ]
+        assert min(corners) == 255, (
+            f"{png.name} has a transparent background (unreadable in dark mode)"
+        )
+
+
+# Page weight: what a first-time visitor downloads, as a gzip-compressing host sends it.
+MAX_PAGE_BYTES = 1_200_000  # a page without an interactive (plotly) figure
+MAX_CHAPTER_BYTES = 2_000_000  # a chapter page, plotly.js included
+
+
+def test_page_weights(reports) -> None:
+    """Report every page's weight (_build/page-weights.json) and hold the budgets."""
+    rows = sorted(pages_of(reports), key=lambda r: r.path)
+    table = {
+        r.path: {
+            "sent": r.sent,
+            "raw": r.raw,
+            "requests": len(r.weight),
+            "plotly": bool(r.dom["plotly_divs"]),
+        }
+        for r in rows
+    }
+    (BUILD / "page-weights.json").write_text(json.dumps(table, indent=1))
+    print(f"\n{'page':<44} {'sent (gzip)':>12} {'raw':>10} {'requests':>9}")
+    for r in rows:
+        print(
+            f"{r.path:<44} {r.sent / 1e6:9.2f} MB {r.raw / 1e6:7.2f} MB "
+            f"{len(r.weight):9d}"
+        )
+    too_heavy = []
+    for r in rows:
+        chapter = r.path.startswith("notebooks/")
+        budget = MAX_CHAPTER_BYTES if chapter else MAX_PAGE_BYTES
+        if r.dom["plotly_divs"] and not chapter:
+            budget = MAX_CHAPTER_BYTES
+        if r.sent > budget:
+            biggest = sorted(r.weight.items(), key=lambda kv: -kv[1][1])[:4]
+            largest = [(u.split("/")[-1], s) for u, (_, s) in biggest]
+            too_heavy.append(
+                f"{r.path}: {r.sent / 1e6:.2f} MB > {budget / 1e6:.1f} MB;"
+                f" largest: {largest}"
+            )
+    assert not too_heavy, "pages over budget:\n" + "\n".join(too_heavy)
+
+
+def test_every_icon_is_drawn(reports) -> None:
+    """Font Awesome is cut down to the icons the site uses (tools/sphinx_ext): each icon
+    must still be replaced by its SVG."""
+    assert any(r.dom["icons_drawn"] for r in pages_of(reports)), (
+        "no icon drawn anywhere"
+    )
+    missing = {
+        r.path: r.dom["icons_missing"]
+        for r in pages_of(reports)
+        if r.dom["icons_missing"]
+    }
+    assert not missing, f"icons not drawn (missing from the subset?): {missing}"
+
+
+def test_plotly_loads_only_where_a_figure_is(reports) -> None:
+    for r in pages_of(reports):
+        loads = any(urlparse(u).path.endswith("/plotly.min.js") for u in r.weight)
+        assert loads == bool(r.dom["plotly_divs"]), (
+            f"{r.path}: plotly.js {'loaded' if loads else 'missing'} with "
+            f"{r.dom['plotly_divs']} plotly figures"
+        )
+
+
+def test_figures_use_only_traces_the_vendored_plotly_draws() -> None:
+    """The site ships plotly's cartesian bundle (tools/vendor_assets.py): every trace of
+    every executed figure must be of a type it draws."""
+    from vendor_assets import PLOTLY_TRACES
+
+    used: dict[str, set[str]] = {}
+    for path in sorted(EXECUTED_NOTEBOOKS.glob("*.ipynb")):
+        for cell in read(path).cells:
+            for output in cell.get("outputs", []):
+                figure = output.get("data", {}).get("application/vnd.plotly.v1+json")
+                for trace in (figure or {}).get("data", []):
+                    used.setdefault(trace.get("type", "scatter"), set()).add(path.stem)
+    assert used, "no plotly figure in the executed notebooks: the probe is broken"
+    missing = {t: sorted(p) for t, p in used.items() if t not in PLOTLY_TRACES}
+    assert not missing, (
+        f"trace types the vendored plotly.js cannot draw: {missing}; "
+        "vendor a bigger bundle in tools/vendor_assets.py"
+    )

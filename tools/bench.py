@@ -1,58 +1,128 @@
-"""Benchmark (not a test): how long a fresh build and each notebook take on this machine.
+"""Benchmark (not a test): how long a fresh `make test` and each notebook take here.
 
-    make bench                      # everything: fresh site build, then each notebook alone
-    python tools/bench.py --notebooks-only
+    make bench                 # rm -rf _build, time `make test`, per-notebook times
+    make determinism           # run each notebook again alone; same printed output?
 
-Prints a table and writes _build/bench.json. Timings vary with the machine and its load; they
-are reported in notes, never asserted in tests.
+`make bench` reads each notebook's execution time from the build's own log (every
+notebook executes once per `make test`), prints a table and writes _build/bench.json.
+Timings vary with the machine and its load: reported in notes, never asserted in tests.
+The .venv and the vendored JavaScript are kept (a fresh clone adds about a minute of
+pip install).
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbtools import ROOT, notebook_paths  # noqa: E402
-from run_notebook import execute_standalone  # noqa: E402
+from nbtools import notebook_paths, read
+from paths import BUILD, EXECUTED_NOTEBOOKS, ROOT
+from run_notebook import execute_standalone
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours, should the log have any
+EXECUTED_LINE = re.compile(
+    r"notebooks/(\d\d_\w+)\.ipynb: Executed notebook in ([\d.]+) s"
+)
 
 
-def fresh_build_seconds() -> float:
-    """Remove _build and time `jupyter-book build` (which executes every notebook)."""
-    shutil.rmtree(ROOT / "_build", ignore_errors=True)
+def fresh_make_test() -> tuple[float, dict[str, float], int]:
+    """Remove the build, run `make test`; return seconds, notebook times, status."""
+    shutil.rmtree(BUILD, ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT),
-                    "--path-output", str(ROOT), "-W", "-n", "--keep-going", "-q"], check=True,
-                   cwd=ROOT, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    proc = subprocess.Popen(
+        ["make", "test"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    times: dict[str, float] = {}
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        match = EXECUTED_LINE.search(ANSI.sub("", line))
+        if match:
+            times[match.group(1)] = float(match.group(2))
+    status = proc.wait()
+    return time.perf_counter() - start, times, status
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="time the build and each notebook")
-    parser.add_argument("--notebooks-only", action="store_true", help="skip the fresh build")
-    args = parser.parse_args()
-    results: dict[str, object] = {"cpus": os.cpu_count(), "python": platform.python_version()}
-    if not args.notebooks_only:
-        results["fresh_build_s"] = round(fresh_build_seconds(), 1)
-        print(f"fresh site build (executes every notebook): {results['fresh_build_s']:.1f} s")
-    rows = {}
+def text_outputs(nb) -> list[str]:
+    """The printed text of every code cell (streams and text-only results)."""
+    texts = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        parts = []
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                parts.append(output.text)
+            elif set(output.get("data", {})) == {"text/plain"}:
+                parts.append(output["data"]["text/plain"])
+        texts.append("".join(parts))
+    return texts
+
+
+def determinism() -> int:
+    """Run every notebook alone again; compare its printed output with the build's."""
+    status = 0
     for path in notebook_paths():
-        run = execute_standalone(path, allow_errors=False)
-        rows[path.stem] = round(run.seconds, 1)
-        print(f"{path.stem:<34} {run.seconds:6.1f} s standalone")
-    results["notebooks_s"] = rows
-    print(f"{'total':<34} {sum(rows.values()):6.1f} s")
-    out = ROOT / "_build" / "bench.json"
-    out.parent.mkdir(exist_ok=True)
+        built = EXECUTED_NOTEBOOKS / path.name
+        if not built.is_file():
+            print(f"{built} missing: run `make book` first")
+            return 1
+        run = execute_standalone(path, allow_errors=True)
+        differ = [
+            k
+            for k, (a, b) in enumerate(
+                zip(text_outputs(run.notebook), text_outputs(read(built)))
+            )
+            if a != b
+        ]
+        ok = not differ and not run.errors and not run.stderr
+        status |= not ok
+        verdict = (
+            "same output" if ok else f"DIFFERS in code cells {differ} {run.errors}"
+        )
+        print(f"{path.stem:<34} {run.seconds:6.1f} s  {verdict}")
+    return status
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--determinism",
+        action="store_true",
+        help="run every notebook again and compare with the build",
+    )
+    args = parser.parse_args()
+    if args.determinism:
+        return determinism()
+    seconds, times, status = fresh_make_test()
+    results = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "make_test_s": round(seconds, 1),
+        "make_test_status": status,
+        "notebooks_s": times,
+    }
+    print(f"\n{'notebook':<34} {'executed in':>12}")
+    for stem, value in times.items():
+        print(f"{stem:<34} {value:10.1f} s")
+    print(f"{'all notebooks':<34} {sum(times.values()):10.1f} s")
+    print(f"{'fresh make test':<34} {seconds:10.1f} s (exit status {status})")
+    out = BUILD / "bench.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {out.relative_to(ROOT)}")
+    print(f"wrote {out}")
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

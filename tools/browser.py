@@ -1,11 +1,15 @@
-"""Serve the built site on 127.0.0.1 and open it in Debian's Chromium through Playwright.
+"""Serve the built site on 127.0.0.1 and open it in Debian's Chromium through
+Playwright.
 
 Used by tests/test_site.py and, for a look as a reader would, from the command line:
 
-    python tools/browser.py screenshot _build/html book/intro.html /tmp/intro.png [--dark]
+    python tools/browser.py screenshot _build/html book/intro.html /tmp/intro.png
+    [--dark]
 
-Playwright never downloads a browser here: it drives /usr/bin/chromium (apt package `chromium`).
+Playwright never downloads a browser here: it drives /usr/bin/chromium (apt package
+`chromium`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,9 +22,16 @@ from pathlib import Path
 from typing import Iterator
 
 CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-default-apps", "--disable-extensions",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
 ]
 
 
@@ -30,8 +41,10 @@ def chromium_path() -> str:
         found = shutil.which(name)
         if found:
             return found
-    raise FileNotFoundError("Chromium not found: install Debian's package with "
-                            "`apt-get install -y chromium` (.ci/run does this)")
+    raise FileNotFoundError(
+        "Chromium not found: install Debian's package with "
+        "`apt-get install -y chromium` (.ci/run does this)"
+    )
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -61,8 +74,9 @@ def browser() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=chromium_path(), headless=True,
-                                              args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS
+        )
         try:
             yield chromium
         finally:
@@ -72,19 +86,29 @@ def browser() -> Iterator[object]:
 def wait_for_math(page) -> None:
     """Wait until MathJax (if the page loads it) has typeset everything."""
     page.wait_for_function(
-        "() => !window.MathJax || (window.MathJax.startup && window.MathJax.startup.promise"
-        " && (window.__mjxDone || window.MathJax.startup.promise.then(() => {window.__mjxDone = true}) && false))",
-        timeout=30000)
+        "() => !window.MathJax || (window.MathJax.startup"
+        " && window.MathJax.startup.promise && (window.__mjxDone"
+        " || window.MathJax.startup.promise.then(() => {window.__mjxDone = true})"
+        " && false))",
+        timeout=30000,
+    )
 
 
-def screenshot(site: Path, page_path: str, out: Path, dark: bool = False, full: bool = True) -> None:
+def screenshot(
+    site: Path, page_path: str, out: Path, dark: bool = False, full: bool = True
+) -> None:
     """Save a PNG of one page of the built site, as a reader would see it."""
     with serve(site) as base, browser() as chromium:
-        context = chromium.new_context(viewport={"width": 1280, "height": 900},
-                                       color_scheme="dark" if dark else "light")
+        context = chromium.new_context(
+            viewport={"width": 1280, "height": 900},
+            color_scheme="dark" if dark else "light",
+        )
         page = context.new_page()
         if dark:
-            page.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+            page.add_init_script(
+                "localStorage.setItem('mode', 'dark');"
+                " localStorage.setItem('theme', 'dark');"
+            )
         page.goto(base + page_path, wait_until="load")
         wait_for_math(page)
         page.wait_for_timeout(500)
@@ -93,7 +117,15 @@ def screenshot(site: Path, page_path: str, out: Path, dark: bool = False, full: 
 
 if __name__ == "__main__":
     if len(sys.argv) < 5 or sys.argv[1] != "screenshot":
-        sys.exit("usage: python tools/browser.py screenshot SITE_DIR PAGE.html OUT.png [--dark] [--viewport]")
-    screenshot(Path(sys.argv[2]), sys.argv[3], Path(sys.argv[4]), dark="--dark" in sys.argv,
-               full="--viewport" not in sys.argv)
+        sys.exit(
+            "usage: python tools/browser.py screenshot SITE_DIR PAGE.html OUT.png"
+            " [--dark] [--viewport]"
+        )
+    screenshot(
+        Path(sys.argv[2]),
+        sys.argv[3],
+        Path(sys.argv[4]),
+        dark="--dark" in sys.argv,
+        full="--viewport" not in sys.argv,
+    )
     print(f"wrote {sys.argv[4]}")

@@ -12,10 +12,13 @@ The ``exercise-check`` cells stay: in a student notebook they raise the stub's
 ``NotImplementedError`` until the student writes the function, then print
 ``All N checks passed.``. ``make student`` runs this with ``OUTDIR=student``.
 
-A student's edits are never overwritten by accident: the sha256 of every notebook written is
-kept in ``OUTDIR/.generated.json``, and a notebook whose content no longer matches (it was
+A student's edits are never overwritten by accident: the sha256 of every notebook
+written is
+kept in ``OUTDIR/.generated.json``, and a notebook whose content no longer matches (it
+was
 edited or run) is left alone with a message unless ``--force`` is given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,27 +30,31 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbtools import NOTEBOOKS, NOTEBOOK_NAME, notebook_paths, read, tags  # noqa: E402
+from nbtools import NOTEBOOK_NAME, NOTEBOOKS, notebook_paths, read, tags
 
 SOLUTION_TAG = "solution"
 CHECK_TAG = "exercise-check"
 MANIFEST = ".generated.json"
 STUDENT_NOTE_MARK = "<!-- student-version -->"
 STUDENT_NOTE = f"""{STUDENT_NOTE_MARK}
-> **Student version.** The solutions are removed from this notebook; the exercises at the end
-> are yours. Each coding exercise has a stub that raises `NotImplementedError` and a check cell
-> below it: once you have written the function, run the check. It names the case that fails,
-> with the expected and the obtained value, until it prints *All N checks passed*. Everything
+> **Student version.** The solutions are removed from this notebook; the exercises at
+> the end are yours. Each coding exercise has a stub that raises `NotImplementedError`
+> and a check cell below it: once you have written the function, run the check. It
+> names the case that fails, with the expected and the obtained value, until it prints
+> *All N checks passed*. Everything
 > else in the notebook runs as it is. The book's website has the full chapter, solutions
 > included (hidden in drop-downs)."""
 
 
 def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of ``nb`` without solution cells and outputs, with the student note after the title."""
+    """A copy of ``nb`` without solutions and outputs, a note after the title."""
     out = copy.deepcopy(nb)
     out.cells = [c for c in out.cells if SOLUTION_TAG not in tags(c)]
-    if not out.cells or out.cells[0].cell_type != "markdown" or not out.cells[0].source.startswith("# "):
+    if (
+        not out.cells
+        or out.cells[0].cell_type != "markdown"
+        or not out.cells[0].source.startswith("# ")
+    ):
         raise ValueError("the first cell must be the markdown title cell ('# Title')")
     for cell in out.cells:
         if cell.cell_type == "code":
@@ -63,10 +70,13 @@ def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def leftover_solutions(nb: nbformat.NotebookNode) -> list[int]:
-    """Indices of cells that still look like solutions (a sanity check on the tagging)."""
+    """Indices of cells that still look like solutions (a check on the tagging)."""
     markers = ("{solution}", "{solution-start}", "{solution-end}")
-    return [k for k, c in enumerate(nb.cells)
-            if c.cell_type == "markdown" and any(m in c.source for m in markers)]
+    return [
+        k
+        for k, c in enumerate(nb.cells)
+        if c.cell_type == "markdown" and any(m in c.source for m in markers)
+    ]
 
 
 def notebook_bytes(nb: nbformat.NotebookNode) -> bytes:
@@ -77,8 +87,10 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_students(outdir: Path, sources: list[Path], force: bool = False) -> list[Path]:
-    """Write the student notebooks; return the paths written (edited ones are skipped)."""
+def write_students(
+    outdir: Path, sources: list[Path], force: bool = False
+) -> list[Path]:
+    """Write the student notebooks; return the paths written (edited ones skipped)."""
     outdir.mkdir(parents=True, exist_ok=True)
     manifest_path = outdir / MANIFEST
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
@@ -87,8 +99,10 @@ def write_students(outdir: Path, sources: list[Path], force: bool = False) -> li
         nb = student_notebook(read(source))
         left = leftover_solutions(nb)
         if left:
-            raise ValueError(f"{source.name}: cells {left} contain a solution directive but are "
-                             f"not tagged {SOLUTION_TAG!r}; tag them so students do not see them")
+            raise ValueError(
+                f"{source.name}: cells {left} contain a solution directive but are "
+                f"not tagged {SOLUTION_TAG!r}; tag them so students do not see them"
+            )
         nbformat.validate(nb)
         target = outdir / source.name
         data = notebook_bytes(nb)
@@ -102,21 +116,33 @@ def write_students(outdir: Path, sources: list[Path], force: bool = False) -> li
         written.append(target)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     for target in kept:
-        print(f"kept {target}: it was changed after it was generated (your work?). Move it away "
-              "and run again, or pass --force to overwrite it.", file=sys.stderr)
+        print(
+            f"kept {target}: it was changed after it was generated (your work?). "
+                "Move it away "
+            "and run again, or pass --force to overwrite it.",
+            file=sys.stderr,
+        )
     return written
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("outdir", type=Path, help="folder for the student notebooks, e.g. student")
-    parser.add_argument("--force", action="store_true", help="overwrite notebooks edited since")
-    parser.add_argument("--notebooks", type=Path, default=NOTEBOOKS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "outdir", type=Path, help="folder for the student notebooks, e.g. student"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite notebooks edited since"
+    )
+    parser.add_argument(
+        "--notebooks", type=Path, default=NOTEBOOKS, help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.notebooks == NOTEBOOKS:
         sources = notebook_paths()
     else:
-        sources = sorted(p for p in args.notebooks.glob("*.ipynb") if NOTEBOOK_NAME.match(p.name))
+        sources = sorted(
+            p for p in args.notebooks.glob("*.ipynb") if NOTEBOOK_NAME.match(p.name)
+        )
     if not sources:
         print(f"no chapter notebooks in {args.notebooks}", file=sys.stderr)
         return 1

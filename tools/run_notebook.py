@@ -1,13 +1,19 @@
-"""Execute notebooks the way a learner would: each alone, in an empty folder, top to bottom.
+"""Execute notebooks the way a learner would: each alone, in an empty folder, top to
+bottom.
 
     python tools/run_notebook.py notebooks/01_attention_cant_see_order.ipynb [...]
+    python tools/run_notebook.py --plain notebooks/...   # without the build's profile
 
 Prints the wall time of each notebook and fails on any error or any stderr output.
-Tests and tools/bench.py use ``execute_standalone``.
+Kernels run with the build's IPython profile (tools/ipython, as `make book` does) unless
+``--plain`` is given (then plotly and matplotlib use their defaults, as in Colab).
+Tests and tools/bench.py use ``execute_standalone`` and ``execute_notebook``.
 """
+
 from __future__ import annotations
 
-import shutil
+import argparse
+import os
 import sys
 import tempfile
 import time
@@ -17,6 +23,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from paths import kernel_env
+
 
 @dataclass
 class RunResult:
@@ -25,36 +33,69 @@ class RunResult:
     path: Path
     seconds: float
     notebook: nbformat.NotebookNode
-    errors: list[tuple[int, str, str]] = field(default_factory=list)  # (cell index, ename, tags)
-    messages: list[str] = field(default_factory=list)  # "ename: evalue" of each error, in order
+    # (cell index, ename, tags) of each error, then "ename: evalue" of each, in order
+    errors: list[tuple[int, str, str]] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
     stderr: list[tuple[int, str]] = field(default_factory=list)  # (cell index, text)
 
 
-def execute_standalone(path: Path, allow_errors: bool = False, timeout: int = 600) -> RunResult:
-    """Copy ``path`` alone into a fresh temporary folder and execute it there."""
-    nb = nbformat.read(path, as_version=4)
+def execute_notebook(
+    nb: nbformat.NotebookNode,
+    name: str,
+    allow_errors: bool = False,
+    timeout: int = 600,
+    plain: bool = False,
+) -> RunResult:
+    """Execute ``nb`` (in place) in a fresh empty folder; collect its problems."""
+    env = dict(os.environ) if plain else kernel_env()
+    if plain:
+        env.pop("IPYTHONDIR", None)
     with tempfile.TemporaryDirectory(prefix="nbrun-") as tmp:
-        shutil.copy(path, Path(tmp) / path.name)
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                allow_errors=allow_errors, resources={"metadata": {"path": tmp}})
+        nbformat.write(nb, Path(tmp) / name)
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            allow_errors=allow_errors,
+            resources={"metadata": {"path": tmp}},
+        )
         start = time.perf_counter()
-        client.execute()
+        client.execute(env=env)
         seconds = time.perf_counter() - start
-    result = RunResult(path=path, seconds=seconds, notebook=nb)
+    result = RunResult(path=Path(name), seconds=seconds, notebook=nb)
     for index, cell in enumerate(nb.cells):
         for output in cell.get("outputs", []):
             if output.output_type == "error":
-                result.errors.append((index, output.ename, ",".join(cell.metadata.get("tags", []))))
+                cell_tags = ",".join(cell.metadata.get("tags", []))
+                result.errors.append((index, output.ename, cell_tags))
                 result.messages.append(f"{output.ename}: {output.evalue}".strip())
             elif output.output_type == "stream" and output.name == "stderr":
                 result.stderr.append((index, output.text))
     return result
 
 
+def execute_standalone(
+    path: Path, allow_errors: bool = False, timeout: int = 600, plain: bool = False
+) -> RunResult:
+    """Copy ``path`` alone into a fresh temporary folder and execute it there."""
+    nb = nbformat.read(path, as_version=4)
+    result = execute_notebook(nb, path.name, allow_errors, timeout, plain)
+    result.path = path
+    return result
+
+
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="without the build's IPython profile (as in Colab)",
+    )
+    args = parser.parse_args(argv)
     status = 0
-    for arg in argv:
-        result = execute_standalone(Path(arg), allow_errors=True)
+    for path in args.notebooks:
+        result = execute_standalone(path, allow_errors=True, plain=args.plain)
         print(f"{result.path.name}: {result.seconds:.1f} s")
         for (index, _, _), message in zip(result.errors, result.messages):
             print(f"  error in cell {index}: {message[:160]}")

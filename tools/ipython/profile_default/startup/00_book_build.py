@@ -1,0 +1,46 @@
+"""Start-up of the book build's kernels: what only the static website needs.
+
+Runs before a notebook's first cell when IPYTHONDIR points at tools/ipython (the
+Makefile
+exports it for build, tests and bench). Colab and a learner's Jupyter never run it.
+"""
+
+import hashlib
+import os
+import warnings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded from a model hub
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no progress bars on stderr
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+warnings.filterwarnings(
+    "ignore", message="IProgress not found"
+)  # tqdm without ipywidgets
+
+
+def _register_book_renderer() -> None:
+    """Figures carry plotly's JSON (for Jupyter) and HTML the site draws offline."""
+    import plotly.io as pio
+    from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
+
+    config = {"displaylogo": False}
+
+    class BookRenderer(MimetypeRenderer):
+        def to_mimebundle(self, fig_dict):
+            bundle = PlotlyRenderer(config=config).to_mimebundle(fig_dict)
+            digest = hashlib.sha1(pio.to_json(fig_dict).encode()).hexdigest()[:12]
+            bundle["text/html"] = pio.to_html(
+                fig_dict,
+                full_html=False,
+                include_plotlyjs=False,
+                div_id="plot-" + digest,
+                config=config,
+            )
+            return bundle
+
+    pio.renderers["book"] = BookRenderer()
+    pio.renderers.default = "book"
+    pio.templates.default = "plotly_white"
+
+
+_register_book_renderer()
+del _register_book_renderer
