@@ -407,6 +407,16 @@ def test_other_bad_inputs() -> None:
         ch.turns_in_context(16, 10000.0, 0)
 
 
+
+def test_turns_in_context_hand_computed() -> None:
+    """r_i = L theta_i / (2 pi): d = 4, b = 100 gives theta = (1, 0.1)."""
+    turns = ch.turns_in_context(4, 100.0, 20 * math.pi)
+    assert turns.tolist() == pytest.approx([10.0, 1.0], rel=1e-12)
+    # Llama 2's head (d 128, b 1e4, L 4096): pairs with at least one full turn
+    want = sum(4096 * 10000.0 ** (-2 * i / 128) >= 2 * math.pi for i in range(64))
+    assert int((ch.turns_in_context(128, 10000.0, 4096) >= 1).sum()) == want == 46
+
+
 # ---- the tiny-model helpers ----
 
 
