@@ -472,6 +472,17 @@ def test_check_encoding_basics_rejects_wrong_tables():
         ch.check_encoding_basics(good[:, ::-1])  # cos before sin
     with pytest.raises(AssertionError, match="length"):
         ch.check_encoding_basics(np.vstack([good[:1], 1.01 * good[1:]]))
+
+
+def test_check_encoding_basics_tolerance_means_what_it_says():
+    """Reported bug: atol=1e-12 with numpy's default rtol=1e-5 let norms off by 1e-6
+    (relative) through. A table of d = 512 is accepted; one whose rows are longer by a
+    factor 1 + 1e-9 (about 1.6e-8 in absolute terms) is not."""
+    good = _reference_pe(np.arange(300), 512)
+    ch.check_encoding_basics(good)
+    for scale in (1 + 1e-6, 1 + 1e-9, 1 - 1e-9):
+        with pytest.raises(AssertionError, match="length"):
+            ch.check_encoding_basics(np.vstack([good[:1], scale * good[1:]]))
 def test_tutorial_loop_rejects_bad_input():
     assert ch.sinusoidal_tutorial_loop(0, 8).shape == (0, 8)
     with pytest.raises(ValueError, match="non-negative integer"):

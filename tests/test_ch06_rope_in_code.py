@@ -535,7 +535,8 @@ def test_smallest_valid_layers_and_partial_widths() -> None:
 def test_zero_head_dim_is_rejected_and_an_empty_batch_is_not(rope) -> None:
     with pytest.raises(ValueError, match="head_dim .* must be even and positive"):
         rope(torch.zeros(1, 2, 3, 0), POS)
-    if rope is ch.apply_rope_dense:
-        return  # reported: np.stack of no matrices raises "need at least one array to stack"
+    # reported: apply_rope_dense crashed here (np.stack of no matrices)
     empty = rope(torch.zeros(0, 2, 3, 8), torch.zeros(1, 3, dtype=torch.long))
     assert empty.shape == (0, 2, 3, 8)
+    no_tokens = rope(torch.zeros(2, 2, 0, 8), torch.zeros(2, 0, dtype=torch.long))
+    assert no_tokens.shape == (2, 2, 0, 8)
