@@ -384,3 +384,82 @@ def test_check_mean_attention_distance(capsys) -> None:
     for wrong, message in wrong_answers:
         with pytest.raises(AssertionError, match=message):
             ch.check_mean_attention_distance(wrong)
+
+
+# --- the training schedule and the defaults the prose quotes ------------------------------
+
+def test_lr_multiplier_by_hand() -> None:
+    # warm-up over 4 steps: 1/4, 2/4, 3/4, 1; then a cosine over the 8 remaining steps
+    assert [ch.lr_multiplier(s, 4, 12) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert ch.lr_multiplier(4, 4, 12) == 1.0
+    assert ch.lr_multiplier(6, 4, 12) == pytest.approx((1 + math.sqrt(0.5)) / 2)
+    assert ch.lr_multiplier(8, 4, 12) == pytest.approx(0.5)
+    assert ch.lr_multiplier(12, 4, 12) == pytest.approx(0.0, abs=1e-15)
+    # one step of decay: the cosine reaches 0 at once; no decay at all: stays 1
+    assert ch.lr_multiplier(4, 3, 4) == pytest.approx(0.0, abs=1e-15)
+    assert ch.lr_multiplier(3, 3, 3) == 1.0
+
+
+class RecordingAdamW(torch.optim.AdamW):
+    """AdamW that records the learning rate and weight decay of every step."""
+
+    seen: list[tuple[float, float]] = []
+
+    def step(self, closure=None):
+        group = self.param_groups[0]
+        RecordingAdamW.seen.append((group["lr"], group["weight_decay"]))
+        return super().step(closure)
+
+
+def test_training_warms_up_then_decays_the_learning_rate(monkeypatch) -> None:
+    monkeypatch.setattr(torch.optim, "AdamW", RecordingAdamW)
+    RecordingAdamW.seen = []
+    train = ch.TrainConfig(steps=6, length=8, batch_size=2, lr=0.02, warmup=2)
+    config = ch.ModelConfig(vocab_size=5, d_model=16, n_heads=2, n_layers=1)
+    ch.train_model(config, "copy", train, progress=False)
+    # warm-up 1/2, 1; then (1 + cos(pi k / 4)) / 2 for k = 0..3, all times lr = 0.02
+    factors = [0.5, 1.0] + [(1 + math.cos(math.pi * k / 4)) / 2 for k in range(4)]
+    assert [lr for lr, _ in RecordingAdamW.seen] == pytest.approx(
+        [0.02 * f for f in factors], rel=1e-12)
+    assert {decay for _, decay in RecordingAdamW.seen} == {0.01}  # the default
+
+
+def test_train_config_defaults_are_the_ones_the_prose_quotes() -> None:
+    # "400 steps of 32 sequences of length L = 16, learning rate 1e-2, a short warm-up"
+    assert ch.TrainConfig() == ch.TrainConfig(
+        steps=400, length=16, batch_size=32, lr=1e-2, weight_decay=0.01, warmup=30)
+
+
+def test_accuracy_by_position_defaults_to_512_fresh_sequences_of_seed_10000() -> None:
+    torch.manual_seed(0)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=7, d_model=16, n_heads=2,
+                                              n_layers=1)).eval()
+    tokens, targets = ch.make_batch("copy", 512, 10, 6, torch.Generator().manual_seed(10_000))
+    logits = model(tokens)
+    valid = targets != -100
+    correct = ((logits.argmax(-1) == targets) & valid).sum(0) / valid.sum(0)
+    accuracy = ch.accuracy_by_position(model, "copy", 10)
+    assert np.array_equal(np.isnan(accuracy), (valid.sum(0) == 0).numpy())
+    np.testing.assert_allclose(accuracy[4:], correct[4:].numpy(), rtol=0, atol=1e-12)
+
+
+def test_model_config_defaults_build_the_chapters_model() -> None:
+    """Defaults exercised: d_model 64, 4 heads of 16, 2 layers, tables of 64 rows,
+    base 10 000, p-RoPE rotating a quarter of the 8 pairs (hand-computed references)."""
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=9))
+    assert model.config.scheme == "rope" and len(model.blocks) == 2
+    assert model.embed.weight.shape == (9, 64)
+    attention = model.blocks[0].attn
+    assert (attention.n_heads, attention.head_dim) == (4, 16)
+    theta = 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16)
+    torch.testing.assert_close(model.position.inv_freq.double(), theta, rtol=1e-6, atol=0)
+    p_rope = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="p-rope")).position
+    torch.testing.assert_close(p_rope.inv_freq[:2].double(), theta[:2], rtol=1e-6, atol=0)
+    assert not p_rope.inv_freq[2:].any()
+    learned = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="learned")).position
+    assert learned.table.weight.shape == (64, 64)
+    sinusoidal = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="sinusoidal"))
+    np.testing.assert_allclose(sinusoidal.position.pe.numpy(),
+                               ch04.sinusoidal_encoding(64, 64), atol=1e-7, rtol=0)
+    assert ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="alibi")).position.slopes \
+        .tolist() == pytest.approx([2.0 ** (-2 * h) for h in range(1, 5)])
