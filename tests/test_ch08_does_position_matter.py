@@ -463,3 +463,28 @@ def test_model_config_defaults_build_the_chapters_model() -> None:
                                ch04.sinusoidal_encoding(64, 64), atol=1e-7, rtol=0)
     assert ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="alibi")).position.slopes \
         .tolist() == pytest.approx([2.0 ** (-2 * h) for h in range(1, 5)])
+
+
+def test_tables_accept_their_last_row_and_reject_the_next() -> None:
+    # max_len 12 > d_model 8, and max_len 4 < d_model 8: the bound is the row count
+    for max_len, d_model in ((12, 8), (4, 8)):
+        for table in (ch.LearnedPosition(max_len, d_model),
+                      ch.SinusoidalPosition(max_len, d_model)):
+            h = torch.zeros(1, max_len, d_model)
+            assert table.embed(h, torch.arange(max_len)).shape == (1, max_len, d_model)
+            with pytest.raises(ValueError, match="larger max_len"):
+                table.embed(h[:, :1], torch.tensor([max_len]))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(base=0.0), "base must be a finite positive"),
+    (dict(base=-10.0), "base must be a finite positive"),
+    (dict(base=float("inf")), "base must be a finite positive"),
+    (dict(fraction=0.0), "fraction must lie in"),
+    (dict(fraction=-0.5), "fraction must lie in"),
+    (dict(fraction=1.5), "fraction must lie in"),
+    (dict(fraction=1.5, keep="neox"), "fraction must lie in"),
+])
+def test_rotary_inv_freq_rejects_bad_base_and_fraction(kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        ch.rotary_inv_freq(16, **kwargs)

@@ -635,3 +635,111 @@ def test_check_choose_rope_parameters_accepts_the_solution() -> None:
 def test_check_choose_rope_parameters_names_mistakes(candidate, message) -> None:
     with pytest.raises(AssertionError, match=message):
         run_check(ch.check_choose_rope_parameters, candidate)
+
+
+# ---- the helpers behind the chapter's comparison table and figures ----
+
+TYPES = ["linear", "dynamic", "yarn", "llama3", "longrope"]
+
+
+def test_example_parameters_by_hand() -> None:
+    base = {"rope_theta": 500.0, "factor": 4.0}
+    assert ch.example_parameters("linear", 8, 500.0, 4.0, 64) == {"rope_type": "linear",
+                                                                  **base}
+    assert ch.example_parameters("dynamic", 8, 500.0, 4.0, 64) == {"rope_type": "dynamic",
+                                                                   **base}
+    assert ch.example_parameters("yarn", 8, 500.0, 4.0, 64) == {
+        "rope_type": "yarn", **base, "original_max_position_embeddings": 64}
+    assert ch.example_parameters("llama3", 8, 500.0, 4.0, 64) == {
+        "rope_type": "llama3", **base, "original_max_position_embeddings": 64,
+        "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+    longrope = ch.example_parameters("longrope", 8, 500.0, 4.0, 64)
+    assert longrope["original_max_position_embeddings"] == 64
+    assert longrope["short_factor"] == pytest.approx([1.0, 1.01, 1.02, 1.03], rel=1e-15)
+    assert longrope["long_factor"] == pytest.approx([1.0, 2.0, 3.0, 4.0], rel=1e-15)
+    for rope_type in TYPES:  # transformers accepts every one of them
+        transformers_init(ch.example_parameters(rope_type, 8, 500.0, 4.0, 64), 8, 256, 65)
+
+
+def test_comparison_lengths_by_hand() -> None:
+    assert ch.comparison_lengths("dynamic", 4.0, 2048) == (2048, 6144)
+    assert ch.comparison_lengths("longrope", 4.0, 2048) == (8192, 2049)
+    for rope_type in ("linear", "yarn", "llama3"):
+        assert ch.comparison_lengths(rope_type, 8.0, 1000) == (8000, None)
+
+
+def test_compare_with_transformers_on_the_chapters_configurations() -> None:
+    for d, base, factor, length in ch.CONFIGS:
+        for rope_type in TYPES:
+            gap, a_gap = ch.compare_with_transformers(rope_type, d, base, factor, length)
+            assert 0.0 <= gap <= 1e-6 and 0.0 <= a_gap <= 1e-12, (rope_type, d)
+    ours = torch.tensor([1.0, 2.0, 4.0])
+    assert ch.relative_gap(ours, torch.tensor([1.0, 2.5, 5.0])) == pytest.approx(0.2)
+
+
+def test_method_scale_factors_closed_forms_and_transformers() -> None:
+    d, base, s, length = 64, 10000.0, 4.0, 2048
+    kappa = ch.method_scale_factors(d, base, s, length)
+    assert list(kappa) == ["PI (linear)", "NTK-aware", "dynamic NTK at T = s L0", "YaRN",
+                           "Llama 3", "LongRoPE (made-up factors)"]
+    i = torch.arange(d // 2, dtype=torch.float64)
+    theta = 1.0 / base ** (2 * i / d)
+    rtol = 2e-6  # float32 frequencies
+    torch.testing.assert_close(torch.from_numpy(kappa["PI (linear)"]),
+                               torch.full((d // 2,), s, dtype=torch.float64), rtol=rtol, atol=0)
+    torch.testing.assert_close(torch.from_numpy(kappa["NTK-aware"]), s ** (2 * i / (d - 2)),
+                               rtol=rtol, atol=0)
+    s_eff = s * s - (s - 1)  # at T = s L0
+    torch.testing.assert_close(torch.from_numpy(kappa["dynamic NTK at T = s L0"]),
+                               s_eff ** (2 * i / (d - 2)), rtol=rtol, atol=0)
+    for name, params in [
+        ("YaRN", {"rope_type": "yarn", "factor": s,
+                  "original_max_position_embeddings": length}),
+        ("Llama 3", {"rope_type": "llama3", "factor": s, "low_freq_factor": 1.0,
+                     "high_freq_factor": 4.0, "original_max_position_embeddings": length}),
+    ]:
+        theirs, _ = transformers_init({**params, "rope_theta": base}, d, int(s * length))
+        torch.testing.assert_close(torch.from_numpy(kappa[name]), theta / theirs.double(),
+                                   rtol=rtol, atol=0)
+    # the made-up LongRoPE factors, used because the figure runs past L0
+    t = i / (d // 2 - 1)
+    wiggle = 1 + 0.15 * torch.sin(7 * t)
+    expected = 1 + (s - 1) * t**1.5 * wiggle / wiggle[-1]
+    torch.testing.assert_close(torch.from_numpy(kappa["LongRoPE (made-up factors)"]),
+                               expected, rtol=rtol, atol=0)
+    assert ch.illustrative_longrope_factors(d, s) == pytest.approx(expected.tolist())
+
+
+class RecordingAdamW(torch.optim.AdamW):
+    """AdamW that records the learning rate and weight decay of every step."""
+
+    seen: list[tuple[float, float]] = []
+
+    def step(self, closure=None):
+        group = self.param_groups[0]
+        RecordingAdamW.seen.append((group["lr"], group["weight_decay"]))
+        return super().step(closure)
+
+
+def test_fine_tune_steps_defaults_and_evaluation_points(monkeypatch) -> None:
+    monkeypatch.setattr(torch.optim, "AdamW", RecordingAdamW)
+    RecordingAdamW.seen = []
+    drawn = []
+
+    def batches(generator, batch_size, length):
+        tokens, targets = ch.repeat_batch(generator, batch_size, length)
+        drawn.append(tokens)
+        return tokens, targets
+
+    torch.manual_seed(0)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=17, d_model=16, n_heads=2,
+                                              n_layers=1))
+    assert ch.fine_tune(model, batches, 3, 12) == []  # no evaluate: no history
+    assert len(drawn) == 3 and RecordingAdamW.seen == [(1e-3, 0.01)] * 3  # constant lr
+    reference = torch.Generator().manual_seed(1)  # the default seed, batch size 32
+    for tokens in drawn:
+        assert torch.equal(tokens, ch.repeat_batch(reference, 32, 12)[0])
+    drawn.clear()
+    history = ch.fine_tune(model, batches, 5, 12, batch_size=2, every=2,
+                           evaluate=lambda m: len(drawn))
+    assert history == [0, 2, 4, 5] and not model.training  # start, every 2, the end
