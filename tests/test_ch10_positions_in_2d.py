@@ -343,3 +343,100 @@ def test_check_image_position_ids(capsys):
 
     with pytest.raises(AssertionError, match="expected a ValueError"):
         ch.check_image_position_ids(no_validation)
+
+
+# --- the kernels and maps the figures draw, against closed forms -------------------------
+
+def test_cosine_kernel_and_offsets_by_hand():
+    d = 8
+    theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # default base
+    delta = np.array([0.0, 1.0, -3.0, 17.5])
+    expected = np.cos(delta[:, None] * theta).sum(-1)
+    np.testing.assert_allclose(ch.cosine_kernel(delta, d), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ch.cosine_kernel(2.0, 4, base=100.0),
+                               np.cos(2.0) + np.cos(0.2), rtol=0, atol=1e-12)
+    p = np.array([[0.0, 1.0], [3.0, -2.0], [5.0, 5.0]])
+    got = ch.offsets(p)
+    assert got.shape == (3, 3, 2)
+    assert got[1, 0].tolist() == [3.0, -3.0] and got[0, 2].tolist() == [-5.0, -4.0]
+    assert np.all(got[np.arange(3), np.arange(3)] == 0)
+    with pytest.raises(ValueError, match="shape"):
+        ch.offsets(np.arange(3.0))
+
+
+@pytest.mark.parametrize("height, width, query", [(5, 7, (2, 3)), (4, 6, (0, 0)),
+                                                  (6, 3, (2, 5))])
+def test_query_score_maps_closed_forms(height, width, query):
+    d, angle = 16, 0.5  # the defaults are d = 64, angle = 0.5; d = 16 keeps it small
+    maps = ch.query_score_maps(height, width, query, d)
+    x0, y0 = query
+    rows, cols = np.mgrid[0:height, 0:width]
+    dx, dy = cols - x0, rows - y0
+    j = np.arange(d // 4)
+
+    def kernel(delta, base):  # sum_j cos(delta theta'_j), theta'_j = base**(-4j/d)
+        return np.cos(delta[..., None] * base ** (-4 * j / d)).sum(-1)
+
+    # q = k = (1, 0, 1, 0, ...): every score is a sum of cosines of the angle differences
+    np.testing.assert_allclose(maps["2-D sinusoidal"], kernel(dx, 1e4) + kernel(dy, 1e4),
+                               atol=1e-10, rtol=0)
+    np.testing.assert_allclose(maps["axial RoPE"], kernel(dx, 100.0) + kernel(dy, 100.0),
+                               atol=1e-10, rtol=0)
+    magnitude = 10.0 ** (-4 * j / d)
+    mixed = sum(
+        np.cos(magnitude[:, None, None] * (np.cos(a) * dx + np.sin(a) * dy)).sum(0)
+        for a in (angle, angle + np.pi / 2)
+    )
+    np.testing.assert_allclose(maps["mixed RoPE"], mixed, atol=1e-10, rtol=0)
+    with pytest.raises(ValueError, match="outside"):
+        ch.query_score_maps(height, width, (width, 0), d)
+
+
+def test_query_score_maps_defaults():
+    maps = ch.query_score_maps(3, 4, (1, 2))  # d = 64, angle = 0.5
+    assert maps["axial RoPE"][2, 1] == pytest.approx(32.0)  # the query with itself: d/2
+    other = ch.query_score_maps(3, 4, (1, 2), d=64, angle=0.5)
+    assert all(np.array_equal(maps[k], other[k]) for k in maps)
+    assert not np.allclose(maps["mixed RoPE"],
+                           ch.query_score_maps(3, 4, (1, 2), d=64, angle=0.0)["mixed RoPE"])
+    assert not np.allclose(maps["axial RoPE"],
+                           ch.query_score_maps(3, 4, (1, 2), d=32)["axial RoPE"] * 2)
+
+
+# --- the tiny Qwen2-VL keeps its promises -------------------------------------------------
+
+def test_tiny_qwen2vl_is_the_promised_model(tiny):
+    model = tiny[2]  # default mrope_section (2, 3, 3)
+    text, vision = model.config.text_config, model.config.vision_config
+    assert text.num_hidden_layers == 1 and len(model.language_model.layers) == 1
+    assert text.num_attention_heads == text.num_key_value_heads == 4
+    assert text.hidden_size == 4 * 16  # four heads of head_dim 16
+    assert text.rope_parameters["rope_theta"] == 10000.0
+    assert list(text.rope_parameters["mrope_section"]) == [2, 3, 3]
+    assert vision.depth == 1 and vision.spatial_merge_size == 2
+    assert tiny[1].config.vision_config.spatial_merge_size == 1
+    assert not model.training
+    # the token ids transformers_inputs writes are the ones the config declares
+    inputs = ch.transformers_inputs([("text", 2), ("image", (1, 2, 4)), ("text", 1),
+                                     ("video", (2, 2, 2)), ("text", 1)])
+    ids, types = inputs["input_ids"][0].tolist(), inputs["mm_token_type_ids"][0].tolist()
+    assert ids.count(model.config.image_token_id) == 2 == types.count(1)
+    assert ids.count(model.config.video_token_id) == 2 == types.count(2)
+    assert inputs["image_grid_thw"].tolist() == [[1, 2, 4]]
+    assert inputs["video_grid_thw"].tolist() == [[2, 2, 2]]
+    assert ch.transformers_inputs([("text", 3)])["image_grid_thw"] is None
+    sections = ch.tiny_qwen2vl((4, 2, 2)).config.text_config.rope_parameters
+    assert list(sections["mrope_section"]) == [4, 2, 2]
+
+
+def test_tiny_qwen2vl_runs_an_image_through_both_towers(tiny):
+    model = tiny[2]
+    layout = [("text", 2), ("image", (1, 4, 4)), ("text", 1)]
+    inputs = ch.transformers_inputs(layout)
+    vision = model.config.vision_config
+    patch = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
+    pixels = torch.randn(16, patch, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        out = model(**inputs, pixel_values=pixels)
+    assert out.last_hidden_state.shape == (1, 7, 64)
+    assert torch.isfinite(out.last_hidden_state).all()

@@ -33,7 +33,9 @@ Documented skip rules (mutants not generated, so they never count either way):
    the course's own tests exercise them (``tests/test_exercise_checks.py``);
    ``--include-checks`` adds them.
 2. Plotting and interactive helpers (function names containing ``plot``, ``figure``,
-   ``explorer`` or ``html``): their output is a picture; the book build checks they run.
+   ``explorer``, ``html`` or ``interactive``): their output is a picture; the book
+   build checks they run. The numbers they draw come from tested functions (Chapter
+   10's ``interactive_score_maps`` draws ``query_score_maps``).
 3. Cells tagged ``copy:X``: sync regenerates them from the defining cell, which is
    mutated.
 4. Code inside ``raise`` statements, f-strings, annotations, docstrings, and cosmetic
@@ -76,7 +78,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 from nbtools import NOTEBOOKS, tags  # noqa: E402
 
-SKIP_FUNCTION = re.compile(r"plot|figure|explorer|html")
+SKIP_FUNCTION = re.compile(r"plot|figure|explorer|html|interactive")
 COSMETIC_KEYWORDS = {
     "stacklevel",
     "figsize",
