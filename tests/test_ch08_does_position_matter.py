@@ -488,3 +488,16 @@ def test_tables_accept_their_last_row_and_reject_the_next() -> None:
 def test_rotary_inv_freq_rejects_bad_base_and_fraction(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         ch.rotary_inv_freq(16, **kwargs)
+
+
+def test_make_batch_limits_are_exact() -> None:
+    # the shortest sequence with an index answer is INDEX + 2 = 6 tokens; 2 symbols,
+    # 1 sequence are the smallest allowed
+    tokens, targets = ch.make_batch("index", 1, 6, 2, torch.Generator().manual_seed(0))
+    assert tokens.shape == (1, 6) and targets[0, 5] == tokens[0, 4]
+    for task in ch.TASKS:
+        assert ch.make_batch(task, 1, 6, 2, torch.Generator())[0].shape == (1, 6)
+    for bad in (dict(length=5), dict(n_symbols=1), dict(batch_size=0)):
+        args = dict(batch_size=1, length=6, n_symbols=2) | bad
+        with pytest.raises(ValueError, match="need length >= 6"):
+            ch.make_batch("copy", generator=torch.Generator(), **args)
