@@ -20,6 +20,7 @@ from nbload import chapter  # noqa: E402
 
 ch = chapter("10_positions_in_2d")
 ch05 = chapter("05_deriving_rope")
+ch06 = chapter("06_rope_in_code")
 
 SETTINGS = settings(max_examples=50, deadline=None)
 quarter_dims = st.integers(min_value=1, max_value=16).map(lambda h: 4 * h)
@@ -440,3 +441,27 @@ def test_tiny_qwen2vl_runs_an_image_through_both_towers(tiny):
         out = model(**inputs, pixel_values=pixels)
     assert out.last_hidden_state.shape == (1, 7, 64)
     assert torch.isfinite(out.last_hidden_state).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_mrope_on_text_is_chapter6_rope(dtype):
+    """Three equal ids (text tokens) make M-RoPE plain RoPE, whatever the sections:
+    Chapter 6's apply_rope_halves, bit for bit (angles in float32 by default)."""
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 3, 7, 16, generator=generator).to(dtype)
+    positions = torch.randint(0, 5000, (2, 7), generator=generator)
+    ids = positions.expand(3, 2, 7)
+    expected = ch06.apply_rope_halves(x.float() if dtype == torch.bfloat16 else x, positions)
+    for sections in ([2, 3, 3], [8, 0, 0], [1, 1, 6]):
+        got = ch.apply_mrope(x, ids, sections, angle_dtype=torch.float32)
+        if dtype == torch.bfloat16:
+            assert got.dtype == torch.bfloat16
+            torch.testing.assert_close(got.float(), expected, atol=0.05, rtol=0.02)
+        elif dtype == torch.float32:
+            assert torch.equal(got, expected)
+        else:  # float64 x, float32 angles: differs from Ch. 6 (float64 angles) by ~1e-4
+            torch.testing.assert_close(got, expected, atol=1e-3, rtol=0)
+            exact = ch.apply_mrope(x, ids, sections, angle_dtype=torch.float64)
+            assert torch.equal(exact, expected)
+    assert torch.equal(ch.apply_mrope(x, ids, [2, 3, 3], base=500.0),
+                       ch.apply_mrope(x, ids, [4, 2, 2], base=500.0))
