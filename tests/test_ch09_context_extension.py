@@ -743,3 +743,42 @@ def test_fine_tune_steps_defaults_and_evaluation_points(monkeypatch) -> None:
     history = ch.fine_tune(model, batches, 5, 12, batch_size=2, every=2,
                            evaluate=lambda m: len(drawn))
     assert history == [0, 2, 4, 5] and not model.training  # start, every 2, the end
+
+
+@pytest.mark.parametrize("d, base, length", [(16, 10000.0, 6), (64, 10000.0, 6),
+                                             (8, 100.0, 6)])
+def test_yarn_when_the_ramp_collapses_matches_transformers(d, base, length) -> None:
+    """An original context shorter than one turn of the fastest pair puts both ends of
+    the ramp at index 0: transformers then widens it by +0.001 (pair 0 kept, every
+    other pair interpolated)."""
+    params = {"rope_type": "yarn", "rope_theta": base, "factor": 4.0,
+              "original_max_position_embeddings": length}
+    ours, a = ch.scaled_inv_freq(params, d)
+    theirs, a_ref = transformers_init(params, d, 4 * length)
+    assert_close(ours, theirs)
+    assert a == pytest.approx(a_ref, rel=1e-12)
+    ramp = ch.yarn_ramp(d, base, length)
+    assert ramp[0].item() == 0.0 and torch.all(ramp[1:] == 1.0)
+
+
+def test_rotate_at_is_split_halves_rope() -> None:
+    generator = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 5, 8, generator=generator, dtype=torch.float64)
+    positions = torch.tensor([0, 3, 7, 100, 4097])
+    inv_freq = torch.tensor([1.0, 0.3, 0.05, 0.001], dtype=torch.float64)
+    angles = positions[:, None].double() * inv_freq  # (T, d/2), by hand
+    z = torch.complex(x[..., :4], x[..., 4:]) * torch.polar(torch.ones_like(angles), angles)
+    expected = torch.cat((z.real, z.imag), -1)
+    torch.testing.assert_close(ch.rotate_at(x, positions, inv_freq), expected,
+                               atol=1e-12, rtol=0)
+
+
+def test_scale_factors_default_base_and_bad_numbers() -> None:
+    kappa = ch.scale_factors(ch.pi_inv_freq(16, 10000.0, 4.0), 16)  # default base 1e4
+    torch.testing.assert_close(kappa, torch.full((8,), 4.0, dtype=torch.float64),
+                               rtol=1e-6, atol=0)
+    assert not torch.allclose(ch.scale_factors(ch.pi_inv_freq(16, 500.0, 4.0), 16),
+                              torch.full((8,), 4.0, dtype=torch.float64))
+    for bad in ("10000", True, None):
+        with pytest.raises(ValueError, match="base must be a real number"):
+            ch.rope_inv_freq(16, bad)
