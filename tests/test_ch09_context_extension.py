@@ -782,3 +782,34 @@ def test_scale_factors_default_base_and_bad_numbers() -> None:
     for bad in ("10000", True, None):
         with pytest.raises(ValueError, match="base must be a real number"):
             ch.rope_inv_freq(16, bad)
+
+
+RULES = {  # every scaling rule as a function of (d, base, factor, L0)
+    "pi": lambda d, b, s, L: ch.pi_inv_freq(d, b, s),
+    "ntk": lambda d, b, s, L: ch.ntk_inv_freq(d, b, s),
+    "yarn": lambda d, b, s, L: ch.yarn_inv_freq(d, b, s, L),
+    "llama3": lambda d, b, s, L: ch.llama3_inv_freq(d, b, s, L),
+    "longrope": lambda d, b, s, L: ch.longrope_inv_freq(
+        d, b, [1.0] * int(d // 2), [2.0] * int(d // 2), L, s),
+}
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+@pytest.mark.parametrize("args, message", [
+    ((6.0, 1e4, 2.0, 64), "head_dim must be an even integer >= 4"),
+    ((2, 1e4, 2.0, 64), "head_dim must be an even integer >= 4"),
+    ((16, 0.5, 2.0, 64), "base must be finite and > 1"),
+    ((16, float("nan"), 2.0, 64), "base must be finite"),
+    ((16, 1e4, 0.5, 64), "factor must be >= 1"),
+    ((16, 1e4, "2", 64), "factor must be a real number"),
+])
+def test_every_rule_validates_its_inputs_the_same_way(rule, args, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        RULES[rule](*args)
+
+
+@pytest.mark.parametrize("rule", ["yarn", "llama3", "longrope"])
+def test_rules_with_an_original_length_reject_a_bad_one(rule) -> None:
+    for bad in (0, -5, 64.0, True):
+        with pytest.raises(ValueError, match="original_max_position_embeddings must be"):
+            RULES[rule](16, 1e4, 2.0, bad)
