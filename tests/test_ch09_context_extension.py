@@ -27,15 +27,20 @@ FACTORS = st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0]) | st.floats(1.0, 64.0)
 LENGTHS = st.sampled_from([64, 512, 2048, 4096, 8192, 32768]) | st.integers(16, 100_000)
 
 
-def transformers_init(params: dict, head_dim: int, max_pos: int, seq_len=None):
-    """Independent reference: transformers' own init function for these parameters."""
-    config = LlamaConfig(
+def llama_config(params: dict, head_dim: int, max_pos: int = 4096) -> LlamaConfig:
+    """A LlamaConfig with these rope_parameters (a copy: transformers edits the dict)."""
+    return LlamaConfig(
         hidden_size=4 * head_dim,
         num_attention_heads=4,
         head_dim=head_dim,
         max_position_embeddings=max_pos,
         rope_parameters=dict(params),
     )
+
+
+def transformers_init(params: dict, head_dim: int, max_pos: int, seq_len=None):
+    """Independent reference: transformers' own init function for these parameters."""
+    config = llama_config(params, head_dim, max_pos)
     return ROPE_INIT_FUNCTIONS[params["rope_type"]](config, seq_len=seq_len)
 
 
@@ -197,14 +202,7 @@ def test_end_to_end_through_llama_rotary_embedding(
     params = ch.example_parameters(rope_type, d, 10000.0, factor, length)
     max_pos = length if rope_type == "dynamic" else int(factor * length)
     positions = torch.arange(0, 3 * length, stride)[None]
-    config = LlamaConfig(
-        hidden_size=2 * d,
-        num_attention_heads=2,
-        head_dim=d,
-        max_position_embeddings=max_pos,
-        rope_parameters=dict(params),
-    )
-    rotary = LlamaRotaryEmbedding(config)
+    rotary = LlamaRotaryEmbedding(llama_config(params, d, max_pos))
     cos_ref, sin_ref = rotary(torch.zeros(1), positions)
     inv_freq, a = ch.scaled_inv_freq(params, d, max_pos, int(positions.max()) + 1)
     assert_close(inv_freq, rotary.inv_freq)
@@ -235,15 +233,8 @@ def test_ntk_base_keeps_fastest_pair_and_interpolates_slowest(d, base, factor) -
     expected = factor ** (2 * torch.arange(d // 2, dtype=torch.float64) / (d - 2))
     assert torch.allclose(kappa, expected, rtol=5e-6)
     # static NTK is transformers' default rope with the new base
-    config = LlamaConfig(
-        hidden_size=2 * d,
-        num_attention_heads=2,
-        head_dim=d,
-        rope_parameters={
-            "rope_type": "default",
-            "rope_theta": ch.ntk_base(base, factor, d),
-        },
-    )
+    config = llama_config({"rope_type": "default", "rope_theta": ch.ntk_base(base, factor, d)},
+                          d)
     assert_close(new.float(), LlamaRotaryEmbedding(config).inv_freq)
 
 
