@@ -501,3 +501,49 @@ def test_make_batch_limits_are_exact() -> None:
         args = dict(batch_size=1, length=6, n_symbols=2) | bad
         with pytest.raises(ValueError, match="need length >= 6"):
             ch.make_batch("copy", generator=torch.Generator(), **args)
+
+
+def test_check_positions_cases() -> None:
+    ch.check_positions(torch.arange(5), 5)
+    ch.check_positions(torch.arange(10).view(2, 5), 5)  # (B, T) with B != T
+    ch.check_positions(torch.zeros(0, dtype=torch.long), 0)
+    with pytest.raises(ValueError, match=">= 0"):
+        ch.check_positions(torch.tensor([0, -1, 2]), 3)
+    with pytest.raises(ValueError, match="one entry per token"):
+        ch.check_positions(torch.arange(10).view(5, 2), 5)  # (T, B): the wrong axis
+    with pytest.raises(ValueError, match="integers"):
+        ch.check_positions(torch.arange(3.0), 3)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=5, scheme="rope", n_layers=1))
+    tokens = torch.zeros(2, 5, dtype=torch.long)
+    assert model(tokens, positions=torch.arange(10).view(2, 5)).shape == (2, 5, 5)
+
+
+def test_learned_table_has_max_len_rows_of_d_model() -> None:
+    config = ch.ModelConfig(vocab_size=5, scheme="learned", d_model=32, max_len=20)
+    model = ch.TinyTransformer(config)
+    assert model.position.table.weight.shape == (20, 32)
+    assert model(torch.zeros(1, 20, dtype=torch.long)).shape == (1, 20, 5)
+
+
+def test_block_is_pre_norm_attention_then_mlp_by_hand() -> None:
+    """Block.forward against the formulas, written here with the block's own weights:
+    h + softmax(q k^T / sqrt(head_dim), causal) v W_o, then h + W2 GELU(W1 LN(h))."""
+    torch.manual_seed(0)
+    block = ch.Block(16, 2).double()
+    h = torch.randn(3, 6, 16, dtype=torch.float64)
+    positions = torch.arange(6)
+    out, weights = block(h, positions, ch.NoPE())
+    x = block.ln_attn(h)
+    q, k, v = (x @ block.attn.qkv.weight.T + block.attn.qkv.bias).split(16, dim=-1)
+    heads = lambda t: t.view(3, 6, 2, 8).transpose(1, 2)  # noqa: E731
+    q, k, v = heads(q), heads(k), heads(v)
+    logits = q @ k.transpose(-1, -2) / math.sqrt(8)
+    logits = logits.masked_fill(torch.ones(6, 6).triu(1).bool(), float("-inf"))
+    attn = logits.softmax(-1)
+    mixed = (attn @ v).transpose(1, 2).reshape(3, 6, 16)
+    h1 = h + block.attn.out(mixed)
+    first, second = block.mlp[0], block.mlp[2]
+    expected = h1 + second(torch.nn.functional.gelu(first(block.ln_mlp(h1))))
+    torch.testing.assert_close(weights, attn, atol=1e-12, rtol=0)
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=0)
+    assert first.out_features == 64 and second.in_features == 64  # hidden width 4 d

@@ -804,3 +804,13 @@ def test_rules_with_an_original_length_reject_a_bad_one(rule) -> None:
     for bad in (0, -5, 64.0, True):
         with pytest.raises(ValueError, match="original_max_position_embeddings must be"):
             RULES[rule](16, 1e4, 2.0, bad)
+
+
+def test_default_rope_type_is_plain_rope_with_attention_factor_one() -> None:
+    params = {"rope_type": "default", "rope_theta": 500.0}
+    rotary = LlamaRotaryEmbedding(llama_config(params, 16))
+    inv_freq, a = ch.scaled_inv_freq(params, 16)
+    assert torch.equal(inv_freq, rotary.inv_freq) and a == 1.0 == rotary.attention_scaling
+    inv_freq, a = ch.scaled_inv_freq({"rope_type": "default"}, 16)  # rope_theta 1e4
+    assert torch.equal(inv_freq, LlamaRotaryEmbedding(llama_config({"rope_type": "default",
+                                                       "rope_theta": 10000.0}, 16)).inv_freq)

@@ -465,3 +465,38 @@ def test_mrope_on_text_is_chapter6_rope(dtype):
             assert torch.equal(exact, expected)
     assert torch.equal(ch.apply_mrope(x, ids, [2, 3, 3], base=500.0),
                        ch.apply_mrope(x, ids, [4, 2, 2], base=500.0))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ch.multi_axis_rope(np.zeros((3, 8)), np.zeros((2, 2)), ch.axial_frequencies(8)),
+     "x must be"),
+    (lambda: ch.multi_axis_rope(np.zeros((2, 12)), np.zeros((2, 2)), ch.axial_frequencies(8)),
+     "x must be"),
+    (lambda: ch.multi_axis_rope(np.zeros(8), np.zeros((1, 2)), ch.axial_frequencies(8)),
+     "x must be"),
+    (lambda: ch.multi_axis_rope_matrix(np.zeros((2, 2)), ch.axial_frequencies(8)),
+     "one position"),
+    (lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.zeros((0, 2))), "omegas must have"),
+    (lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.zeros(4)), "omegas must have"),
+    (lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.full((2, 2), np.nan)), "finite"),
+    (lambda: ch.mixed_frequencies(8, float("inf")), "angle must be"),
+    (lambda: ch.mixed_frequencies(8, [0.1, 0.2]), "angle must be"),
+    (lambda: ch.score_map(np.ones(8), np.ones(8), ch.axial_frequencies(8), 0), "radius"),
+    (lambda: ch.offset_spread(np.zeros((3, 4)), ch.grid_positions(2, 2)), "scores must be"),
+    (lambda: ch.grid_shift_error(np.zeros((12, 4)), 3, 3, (1, 0)), "codes must be"),
+    (lambda: ch.grid_shift_error(np.zeros((100, 4)), 10, 10, (0, 0)), "not both 0"),
+    (lambda: ch.grid_shift_error(np.zeros((100, 4)), 10, 10, (-1, 1)), "non-negative"),
+    (lambda: ch.grid_shift_error(np.random.default_rng(0).normal(size=(9, 8)), 3, 3, (1, 1)),
+     "too small"),
+])
+def test_more_bad_input_raises(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_good_input_at_the_edges_passes():
+    omegas = ch.axial_frequencies(8)
+    assert ch.multi_axis_rope(np.ones((2, 8)), np.zeros((2, 2)), omegas).shape == (2, 8)
+    assert ch.multi_axis_rope_matrix(np.array([3.0, 4.0]), omegas).shape == (8, 8)
+    assert ch.score_map(np.ones(8), np.ones(8), omegas, 1).shape == (3, 3)
+    assert ch.mixed_frequencies(8, 0.0).shape == (4, 2)
