@@ -500,3 +500,13 @@ def test_good_input_at_the_edges_passes():
     assert ch.multi_axis_rope_matrix(np.array([3.0, 4.0]), omegas).shape == (8, 8)
     assert ch.score_map(np.ones(8), np.ones(8), omegas, 1).shape == (3, 3)
     assert ch.mixed_frequencies(8, 0.0).shape == (4, 2)
+
+
+def test_mixed_frequencies_by_hand():
+    theta = 10.0 ** (-4 * np.arange(2) / 8)  # default base 10, d = 8: 1 and 10**-0.5
+    first = np.stack([theta * np.cos(0.3), theta * np.sin(0.3)], 1)
+    second = np.stack([-theta * np.sin(0.3), theta * np.cos(0.3)], 1)  # turned by +pi/2
+    np.testing.assert_allclose(ch.mixed_frequencies(8, 0.3), np.vstack([first, second]),
+                               atol=1e-15, rtol=0)
+    np.testing.assert_allclose(ch.axial_frequencies(8),  # default base 100
+                               [[1, 0], [0.1, 0], [0, 1], [0, 0.1]], atol=1e-15, rtol=0)
