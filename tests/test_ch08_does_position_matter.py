@@ -547,3 +547,9 @@ def test_block_is_pre_norm_attention_then_mlp_by_hand() -> None:
     torch.testing.assert_close(weights, attn, atol=1e-12, rtol=0)
     torch.testing.assert_close(out, expected, atol=1e-12, rtol=0)
     assert first.out_features == 64 and second.in_features == 64  # hidden width 4 d
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.0, True, "4"])
+def test_alibi_slopes_rejects_a_bad_head_count(bad) -> None:
+    with pytest.raises(ValueError, match="n_heads must be a positive integer"):
+        ch.alibi_slopes(bad)

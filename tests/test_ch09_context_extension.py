@@ -814,3 +814,15 @@ def test_default_rope_type_is_plain_rope_with_attention_factor_one() -> None:
     inv_freq, a = ch.scaled_inv_freq({"rope_type": "default"}, 16)  # rope_theta 1e4
     assert torch.equal(inv_freq, LlamaRotaryEmbedding(llama_config({"rope_type": "default",
                                                        "rope_theta": 10000.0}, 16)).inv_freq)
+
+
+def test_repeat_batch_periods_are_uniform_on_the_default_range() -> None:
+    """Defaults: 16 symbols, periods uniform in [4, length // 2]. The period of a
+    sequence is the first position with a target (token P + 1 repeats token 1)."""
+    tokens, targets = ch.repeat_batch(torch.Generator().manual_seed(0), 700, 20)
+    assert int(tokens[:, 0].unique()) == 16 and int(tokens[:, 1:].max()) == 15
+    periods = (targets != ch.IGNORE).int().argmax(dim=1)
+    counts = torch.bincount(periods, minlength=12)
+    assert counts[:4].sum() == 0 and counts[11:].sum() == 0  # exactly 4..10 occur
+    # 7 values, 100 expected each: a binomial count lies within 100 +- 40 (4 sigma)
+    assert torch.all((counts[4:11] > 60) & (counts[4:11] < 140)), counts.tolist()

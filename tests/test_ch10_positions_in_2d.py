@@ -510,3 +510,10 @@ def test_mixed_frequencies_by_hand():
                                atol=1e-15, rtol=0)
     np.testing.assert_allclose(ch.axial_frequencies(8),  # default base 100
                                [[1, 0], [0.1, 0], [0, 1], [0, 0.1]], atol=1e-15, rtol=0)
+
+
+@pytest.mark.parametrize("x", [torch.zeros(2, 4, 16), torch.zeros(1, 1, 4, 16, dtype=torch.long),
+                               np.zeros((1, 1, 4, 16))])
+def test_apply_mrope_rejects_what_is_not_a_floating_4d_tensor(x):
+    with pytest.raises(ValueError, match="x must be a floating tensor"):
+        ch.apply_mrope(x, torch.zeros(3, 1, 4, dtype=torch.long), [2, 3, 3])
