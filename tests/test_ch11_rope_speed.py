@@ -315,6 +315,14 @@ def test_machine_balance_is_a_positive_ratio():
     assert ch.machine_balance(size=32, copy_mib=1, repeats=1) > 0
 
 
+def test_machine_balance_is_flop_rate_over_bandwidth(monkeypatch):
+    """With a clock that advances one second per reading, every timed call lasts 1 s:
+    the balance is (2 * 32**3 flops) / (2 * 2**18 floats * 4 bytes)."""
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(ch.time, "perf_counter", lambda: float(next(ticks)))
+    assert ch.machine_balance(size=32, copy_mib=1, repeats=3) == 32**3 / (4 * 2**18)
+
+
 def test_rope_tolerance_by_hand():
     x = torch.tensor([[1.0, -2.0, 3.0, 0.5]])
     u = 2.0**-24
@@ -406,6 +414,16 @@ def test_time_calls_takes_the_median():
     delays = iter([0.0, 0.03, 0.0, 0.0, 0.0])  # one slow call among five
     timed = ch.time_calls({"x": lambda: ch.time.sleep(next(delays))}, 5, 0)
     assert timed["x"][0] < 0.02
+
+
+def test_without_glibc_or_resource(monkeypatch):
+    def no_libc(name):
+        raise OSError(f"{name}: not found")
+
+    monkeypatch.setattr(ch.ctypes, "CDLL", no_libc)
+    assert ch.keep_freed_memory() is False
+    monkeypatch.setattr(ch, "resource", None)
+    assert ch.page_faults() == 0
 
 
 def test_page_faults_and_keep_freed_memory():
