@@ -316,10 +316,10 @@ def test_machine_balance_is_a_positive_ratio():
 
 
 def test_machine_balance_is_flop_rate_over_bandwidth(monkeypatch):
-    """With a clock that advances one second per reading, every timed call lasts 1 s:
-    the balance is (2 * 32**3 flops) / (2 * 2**18 floats * 4 bytes)."""
+    """With a clock that advances 0.5 s per reading, every timed call lasts 0.5 s: the
+    balance is (2 * 32**3 flops / 0.5 s) / (2 * 2**18 floats * 4 bytes / 0.5 s)."""
     ticks = iter(range(10_000))
-    monkeypatch.setattr(ch.time, "perf_counter", lambda: float(next(ticks)))
+    monkeypatch.setattr(ch.time, "perf_counter", lambda: 0.5 * next(ticks))
     assert ch.machine_balance(size=32, copy_mib=1, repeats=3) == 32**3 / (4 * 2**18)
 
 
