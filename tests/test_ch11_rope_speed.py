@@ -512,3 +512,63 @@ def test_bench_rope_smoke():
     ), lines[-1]
     assert "verified against transformers before timing: 12 of 12" in proc.stdout
     assert sum("rope_qk_compiled" in line for line in lines) == 1
+
+
+# --- the check of Exercise 11.8 -----------------------------------------------------------
+
+
+def inplace_reference(x, cos, sin):
+    """A correct answer written here: the old first half saved, both halves updated."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim must be even, got {x.shape[-1]}")
+    h = x.shape[-1] // 2
+    old = x[..., :h].clone()
+    x[..., :h] = old * cos - x[..., h:] * sin
+    x[..., h:] = x[..., h:] * cos + old * sin
+    return x
+
+
+def check_fails(candidate, *needles):
+    with pytest.raises(AssertionError) as info:
+        ch.check_rope_inplace(candidate)
+    message = str(info.value)
+    assert "input:" in message and "Exercise 11.8" in message, message
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_check_rope_inplace_passes_a_correct_answer(capsys):
+    ch.check_rope_inplace(inplace_reference)
+    assert capsys.readouterr().out.strip() == "All 7 checks passed."
+
+
+def test_check_rope_inplace_names_the_mistakes():
+    def overwrites_first(x, cos, sin):
+        if x.shape[-1] % 2:
+            raise ValueError("head_dim must be even")
+        h = x.shape[-1] // 2
+        x[..., :h] = x[..., :h] * cos - x[..., h:] * sin
+        x[..., h:] = x[..., h:] * cos + x[..., :h] * sin
+        return x
+
+    def wrong_way(x, cos, sin):
+        return inplace_reference(x, cos, -sin)
+
+    def new_tensor(x, cos, sin):
+        return inplace_reference(x.clone(), cos, sin)
+
+    def no_check(x, cos, sin):
+        return inplace_reference(x, cos, sin) if x.shape[-1] % 2 == 0 else x
+
+    def library_error(x, cos, sin):
+        x1, _ = x.chunk(2, dim=-1)  # D = 7: halves of 4 and 3
+        x1 * cos  # torch's own size mismatch, not a ValueError of the candidate
+        return inplace_reference(x, cos, sin)
+
+    check_fails(overwrites_first, "looks like the first half was overwritten")
+    check_fails(wrong_way, "looks like the rotation goes the wrong way")
+    check_fails(new_tensor, "returns x itself", "a new tensor")
+    check_fails(no_check, "odd head_dim", "a ValueError", "no error")
+    check_fails(library_error, "odd head_dim", "a ValueError", "RuntimeError")
+    with pytest.raises(NotImplementedError):
+        ch.check_rope_inplace(lambda x, c, s: (_ for _ in ()).throw(NotImplementedError))
