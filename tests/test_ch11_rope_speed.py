@@ -461,7 +461,7 @@ def test_summary_picks_the_fastest_exact_out_of_place_of_ours():
     assert line == "fastest_fp32=1.40 fastest_bf16=1.20 speedup_vs_transformers=5.00"
     verdict = ch.verdict(summary)
     assert len(verdict) == 3
-    assert verdict[0].endswith("MISSED") and "1.40x" in verdict[0]
+    assert verdict[0].endswith("MISSED") and "1.400x" in verdict[0]
     assert verdict[1].endswith(": met") and verdict[2].endswith(": met")
     at_target = {"fastest_fp32": 1.15, "fastest_bf16": 1.3,
                  "speedup_vs_transformers": 4.99}
