@@ -1,7 +1,7 @@
 # `make book` builds the site (executing every notebook); `make test` runs every test;
 # `make check` is the one-minute loop while editing (sync, lint, unit tests; no build).
 # All create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book book-no-solutions test check lint unit setup sync student slides bench determinism mutate clean
+.PHONY: book book-no-solutions test check lint unit setup sync student slides bench bench-rope determinism mutate clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -70,6 +70,10 @@ student: setup
 # Times a fresh `make test` (build included) and each notebook alone; prints a table.
 bench: setup
 	$(PY) tools/bench.py
+
+# Chapter 11's RoPE implementations against the copy bound (the chapter's own code).
+bench-rope: setup
+	$(PY) tools/bench_rope.py
 
 # Opt-in: run every notebook a second time, alone, and compare its printed output with the
 # build's (every random draw is seeded). Needs a build (`make book`).

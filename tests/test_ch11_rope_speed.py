@@ -1,0 +1,576 @@
+"""Tests for Chapter 11, Part A, "As fast as the memory allows"
+(notebooks/11_rope_in_practice.ipynb).
+
+Only the notebook's ``export`` cells are executed (tests/nbload.py). The reference is
+``transformers``' own ``LlamaRotaryEmbedding`` and ``apply_rotary_pos_emb``; the
+tolerances come from the rounding bound stated here (each implementation rounds a
+product and a sum at most once: |y - y'| <= 4u(1 + u)(|x_j| + |x_j+D/2|), u the unit
+roundoff of the dtype), never from the module. Timings are never asserted.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import LlamaConfig
+from transformers.models.llama.modeling_llama import (
+    LlamaRotaryEmbedding,
+    apply_rotary_pos_emb,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from nbload import chapter  # noqa: E402
+
+ch = chapter("11_rope_in_practice")
+ch06 = chapter("06_rope_in_code")
+ROOT = Path(__file__).resolve().parents[1]
+
+UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.bfloat16: 2.0**-8}  # stated here
+SETTINGS = settings(max_examples=25, deadline=None)
+half_dims = st.integers(min_value=1, max_value=12)
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+def hf_tables(T: int, D: int, dtype=torch.float32, base: float = 10000.0):
+    """transformers' cos and sin, (1, T, D) in dtype, for positions 0..T-1."""
+    config = LlamaConfig(
+        head_dim=D,
+        hidden_size=D,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        rope_parameters={"rope_type": "default", "rope_theta": base},
+    )
+    probe = torch.zeros(1, dtype=dtype)
+    return LlamaRotaryEmbedding(config)(probe, torch.arange(T)[None])
+
+
+def hf_rope(q, k, base: float = 10000.0):
+    """transformers' RoPE of q and k, and its (T, D/2) tables (first halves)."""
+    T, D = q.shape[2], q.shape[3]
+    cos, sin = hf_tables(T, D, q.dtype, base)
+    q_rot, k_rot = apply_rotary_pos_emb(q, k, cos, sin)
+    return (q_rot, k_rot), cos[0, :, : D // 2], sin[0, :, : D // 2]
+
+
+def bound(x):
+    """4u(1 + u)(|x_j| + |x_j+D/2|) for every coordinate of x, computed here."""
+    u = UNIT_ROUNDOFF[x.dtype]
+    h = x.shape[-1] // 2
+    a = x.double().abs()
+    pair = a[..., :h] + a[..., h:]
+    return 4 * u * (1 + u) * torch.cat((pair, pair), dim=-1)
+
+
+def random_qk(seed, B, Hq, Hk, T, D, dtype=torch.float32):
+    """Asymmetric random q and k (different heads, scales and offsets)."""
+    g = torch.Generator().manual_seed(seed)
+    q = 3 * torch.randn(B, Hq, T, D, generator=g) + 0.5
+    k = 0.7 * torch.randn(B, Hk, T, D, generator=g) - 0.25
+    return q.to(dtype), k.to(dtype)
+
+
+def assert_within_bound(got, want, x):
+    gap = (got.double() - want.double()).abs()
+    assert bool((gap <= bound(x)).all()), f"max gap {gap.max().item():.3g}"
+
+
+# --- tables and cache ------------------------------------------------------------------
+
+
+@SETTINGS
+@given(T=st.integers(1, 300), h=half_dims, base=st.sampled_from([10000.0, 500000.0]))
+def test_rope_tables_equal_transformers_bit_for_bit(T, h, base):
+    D = 2 * h
+    cos_hf, sin_hf = hf_tables(T, D, torch.float32, base)
+    cos, sin = ch.rope_tables(T, D, base)
+    assert cos.shape == (T, h) and cos.dtype == torch.float32
+    assert torch.equal(cos_hf[0], torch.cat((cos, cos), -1))
+    assert torch.equal(sin_hf[0], torch.cat((sin, sin), -1))
+
+
+def test_rope_tables_default_base_and_bfloat16():
+    cos_hf, sin_hf = hf_tables(40, 6, torch.bfloat16)
+    cos, sin = ch.rope_tables(40, 6, dtype=torch.bfloat16)
+    assert cos.dtype == torch.bfloat16
+    assert torch.equal(cos_hf[0, :, :3], cos) and torch.equal(sin_hf[0, :, :3], sin)
+    cos32, sin32 = ch.rope_tables(3, 2)  # defaults: base 10000, float32, cpu
+    angles = torch.tensor([0.0, 1.0, 2.0])
+    assert torch.allclose(cos32[:, 0], angles.cos()) and torch.allclose(
+        sin32[:, 0], angles.sin()
+    )
+
+
+@pytest.mark.parametrize(
+    "args", [(0, 8), (-3, 8), (2.0, 8), (True, 8), (5, 7), (5, 0), (5, 3.0)]
+)
+def test_rope_tables_rejects_bad_sizes(args):
+    with pytest.raises(ValueError, match="seq_len|head_dim"):
+        ch.rope_tables(*args)
+
+
+def test_rope_cache_builds_once_and_slices():
+    cache = ch.RopeCache()
+    c10, s10 = cache(10, 8)
+    assert cache.builds == 1 and c10.shape == (10, 4)
+    c50, s50 = cache(50, 8)
+    c20, s20 = cache(20, 8)
+    c50b, _ = cache(50, 8)
+    assert cache.builds == 2
+    assert c20.data_ptr() == c50.data_ptr() and c50b.data_ptr() == c50.data_ptr()
+    assert torch.equal(c20, ch.rope_tables(20, 8)[0])
+    assert torch.equal(s20, ch.rope_tables(20, 8)[1])
+    cb, _ = cache(20, 8, torch.bfloat16)  # another dtype: its own tables
+    assert cache.builds == 3 and cb.dtype == torch.bfloat16
+    cache(5, 6)
+    assert cache.builds == 4
+    other = ch.RopeCache(base=100.0)
+    assert torch.equal(other(7, 4)[1], ch.rope_tables(7, 4, 100.0)[1])
+
+
+# --- the implementations against transformers -------------------------------------------
+
+
+@SETTINGS
+@given(
+    seed=seeds,
+    B=st.integers(1, 2),
+    Hq=st.integers(1, 4),
+    Hk=st.integers(1, 3),
+    T=st.integers(1, 9),
+    h=half_dims,
+)
+def test_eager_and_into_equal_transformers_in_float32(seed, B, Hq, Hk, T, h):
+    q, k = random_qk(seed, B, Hq, Hk, T, 2 * h)
+    (q_hf, k_hf), cos, sin = hf_rope(q, k)
+    q_e, k_e = ch.rope_qk_eager(q, k, cos, sin)
+    assert torch.equal(q_e, q_hf) and torch.equal(k_e, k_hf)
+    out_q, out_k = torch.full_like(q, 7.0), torch.full_like(k, 7.0)
+    got = ch.rope_qk_into(q, k, cos, sin, out_q, out_k)  # default: its own scratch
+    assert got[0] is out_q and got[1] is out_k
+    assert torch.equal(out_q, q_hf) and torch.equal(out_k, k_hf)
+    scratch = torch.empty(B, max(Hq, Hk), T, h)
+    ch.rope_qk_into(q, k, cos, sin, out_q, out_k, scratch)
+    assert torch.equal(out_q, q_hf) and torch.equal(out_k, k_hf)
+
+
+@SETTINGS
+@given(seed=seeds, Hq=st.integers(1, 3), Hk=st.integers(1, 3), T=st.integers(1, 7),
+       h=half_dims)
+def test_eager_and_into_within_bound_in_bfloat16(seed, Hq, Hk, T, h):
+    q, k = random_qk(seed, 1, Hq, Hk, T, 2 * h, torch.bfloat16)
+    (q_hf, k_hf), cos, sin = hf_rope(q, k)
+    q_e, k_e = ch.rope_qk_eager(q, k, cos, sin)
+    assert q_e.dtype == torch.bfloat16
+    assert_within_bound(q_e, q_hf, q)
+    assert_within_bound(k_e, k_hf, k)
+    out_q, out_k = torch.empty_like(q), torch.empty_like(k)
+    ch.rope_qk_into(q, k, cos, sin, out_q, out_k)
+    assert_within_bound(out_q, q_hf, q)
+    assert_within_bound(out_k, k_hf, k)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_compiled_equals_transformers(dtype):
+    q, k = random_qk(11, 2, 3, 1, 5, 8, dtype)  # grouped-query: 3 query heads, 1 key head
+    (q_hf, k_hf), cos, sin = hf_rope(q, k)
+    q_c, k_c = ch.rope_qk_compiled(q, k, cos, sin)
+    assert q_c.dtype == dtype and q_c.shape == q.shape and k_c.shape == k.shape
+    if dtype == torch.float32:
+        assert torch.equal(q_c, q_hf) and torch.equal(k_c, k_hf)
+    else:
+        assert_within_bound(q_c, q_hf, q)
+        assert_within_bound(k_c, k_hf, k)
+    assert not torch.equal(q_c, q)  # it did rotate
+
+
+@SETTINGS
+@given(seed=seeds, T=st.integers(1, 7), h=half_dims,
+       dtype=st.sampled_from([torch.float32, torch.bfloat16]))
+def test_complex_form_on_interleaved_pairs_within_bound(seed, T, h, dtype):
+    q, k = random_qk(seed, 2, 2, 1, T, 2 * h, dtype)
+    (q_hf, k_hf), cos, sin = hf_rope(q, k)
+    rotations = ch.rope_rotations(cos, sin)
+    assert rotations.dtype == torch.complex64
+    assert torch.equal(rotations.real, cos.float()) and torch.equal(
+        rotations.imag, sin.float()
+    )
+    for x, want in ((q, q_hf), (k, k_hf)):
+        # the split-halves pair (j, j + h) sits at (2j, 2j + 1) in the interleaved layout
+        order = torch.stack((torch.arange(h), torch.arange(h) + h), -1).flatten()
+        got = ch.rope_complex_meta(x[..., order], rotations)
+        assert got.dtype == dtype
+        back = torch.cat((got[..., 0::2], got[..., 1::2]), dim=-1)
+        assert_within_bound(back, want, x)
+
+
+def test_complex_form_matches_chapter6_interleaved_rope():
+    q, _ = random_qk(3, 1, 2, 1, 6, 8, torch.float64)
+    cos, sin = ch.rope_tables(6, 8, dtype=torch.float64)
+    got = ch.rope_complex_meta(q.float(), ch.rope_rotations(cos, sin))
+    want = ch06.apply_rope_interleaved(q, torch.arange(6)[None])
+    assert torch.allclose(got.double(), want, atol=1e-5)
+
+
+def test_layout_conversions_by_hand():
+    x = torch.arange(8.0)
+    assert ch.halves_to_interleaved(x).tolist() == [0, 4, 1, 5, 2, 6, 3, 7]
+    assert ch.interleaved_to_halves(x).tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
+    y = torch.randn(2, 3, 10)
+    assert torch.equal(ch.interleaved_to_halves(ch.halves_to_interleaved(y)), y)
+
+
+def test_chapter6_function_is_the_copy_and_matches():
+    q, k = random_qk(5, 1, 2, 2, 4, 6)
+    (q_hf, _), _, _ = hf_rope(q, k)
+    assert torch.equal(ch.apply_rope_halves(q, torch.arange(4)[None]), q_hf)
+
+
+# --- bad input --------------------------------------------------------------------------
+
+
+def good():
+    q, k = random_qk(0, 1, 2, 1, 4, 6)
+    cos, sin = ch.rope_tables(4, 6)
+    return q, k, cos, sin
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda q, k, c, s: (q[..., :5], k[..., :5], c, s), "even"),
+        (lambda q, k, c, s: (q, k[:, :, :3], c, s), "share"),
+        (lambda q, k, c, s: (q, k.double(), c, s), "dtype"),
+        (lambda q, k, c, s: (q, k, c[:3], s), "shape"),
+        (lambda q, k, c, s: (q, k, c, torch.cat((s, s), -1)), "shape"),
+        (lambda q, k, c, s: (q, k, c.double(), s), "dtype"),
+        (lambda q, k, c, s: (q[0], k, c, s), "floating tensor"),
+        (lambda q, k, c, s: (q, k.long(), c, s), "floating tensor"),
+        (lambda q, k, c, s: (q.tolist(), k, c, s), "floating tensor"),
+        (lambda q, k, c, s: (q, k, c.tolist(), s), "shape"),
+    ],
+)
+def test_bad_input_raises_value_error_saying_what_to_fix(change, words):
+    args = change(*good())
+    for function in (ch.rope_qk_eager, ch.rope_qk_compiled, ch.check_qk):
+        with pytest.raises(ValueError, match=words):
+            function(*args)
+    q, k, _, _ = good()
+    with pytest.raises(ValueError, match=words):
+        ch.rope_qk_into(*args, torch.empty_like(q), torch.empty_like(k))
+
+
+def test_into_rejects_bad_buffers():
+    q, k, cos, sin = good()
+    with pytest.raises(ValueError, match="out_q must be a tensor of shape"):
+        ch.rope_qk_into(q, k, cos, sin, torch.empty_like(k), torch.empty_like(k))
+    with pytest.raises(ValueError, match="out_k must be a tensor of shape"):
+        ch.rope_qk_into(q, k, cos, sin, torch.empty_like(q), k.double())
+    with pytest.raises(ValueError, match="scratch must have shape"):
+        ch.rope_qk_into(
+            q, k, cos, sin, torch.empty_like(q), torch.empty_like(k),
+            torch.empty(1, 1, 4, 3),
+        )
+    with pytest.raises(ValueError, match="scratch must have shape"):
+        ch.rope_qk_into(
+            q, k, cos, sin, torch.empty_like(q), torch.empty_like(k),
+            torch.empty(1, 2, 4, 3, dtype=torch.float64),
+        )
+
+
+def test_complex_form_rejects_bad_input():
+    rotations = ch.rope_rotations(*ch.rope_tables(4, 6))
+    with pytest.raises(ValueError, match="head_dim even"):
+        ch.rope_complex_meta(torch.ones(1, 1, 4, 5), rotations)
+    with pytest.raises(ValueError, match="head_dim even"):
+        ch.rope_complex_meta(torch.ones(4, 6), rotations)
+    with pytest.raises(ValueError, match="rotations must have shape"):
+        ch.rope_complex_meta(torch.ones(1, 1, 5, 6), rotations)
+
+
+# --- the arithmetic of the bound ----------------------------------------------------------
+
+
+def test_intensity_and_table_share_by_hand():
+    assert ch.rope_intensity(4) == 0.375 and ch.rope_intensity(2) == 0.75
+    assert ch.rope_intensity(8) == 3 / 16
+    assert ch.table_traffic_fraction(32, 32) == 1 / 128  # default batch 1
+    assert ch.table_traffic_fraction(32, 8, batch=2) == 1 / 160
+    for bad in (0, -4, 2.0, True):
+        with pytest.raises(ValueError, match="itemsize"):
+            ch.rope_intensity(bad)
+    with pytest.raises(ValueError, match="positive"):
+        ch.table_traffic_fraction(0, 8)
+    with pytest.raises(ValueError, match="positive"):
+        ch.table_traffic_fraction(8, 8, batch=0)
+
+
+def test_machine_balance_is_a_positive_ratio():
+    assert ch.machine_balance(size=32, copy_mib=1, repeats=1) > 0
+
+
+def test_machine_balance_is_flop_rate_over_bandwidth(monkeypatch):
+    """With a clock that advances 0.5 s per reading, every timed call lasts 0.5 s: the
+    balance is (2 * 32**3 flops / 0.5 s) / (2 * 2**18 floats * 4 bytes / 0.5 s)."""
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(ch.time, "perf_counter", lambda: 0.5 * next(ticks))
+    assert ch.machine_balance(size=32, copy_mib=1, repeats=3) == 32**3 / (4 * 2**18)
+
+
+def test_rope_tolerance_by_hand():
+    x = torch.tensor([[1.0, -2.0, 3.0, 0.5]])
+    u = 2.0**-24
+    want = 4 * u * (1 + u) * torch.tensor([[4.0, 2.5, 4.0, 2.5]], dtype=torch.float64)
+    assert torch.allclose(ch.rope_tolerance(x), want, rtol=1e-12, atol=0)
+    xb = x.to(torch.bfloat16)
+    ub = 2.0**-8
+    assert torch.allclose(
+        ch.rope_tolerance(xb), want / (4 * u * (1 + u)) * 4 * ub * (1 + ub)
+    )
+    with pytest.raises(ValueError, match="unit roundoff"):
+        ch.rope_tolerance(torch.ones(2, dtype=torch.int64))
+
+
+# --- verification and the harness -------------------------------------------------------
+
+
+def test_candidates_are_the_seven_ways():
+    q, k = random_qk(1, 1, 2, 2, 4, 6)
+    candidates = ch.rope_candidates(q, k)
+    names = [c.name for c in candidates]
+    assert names[0] == ch.TRANSFORMERS and len(names) == 6 == len(set(names))
+    flags = {c.name: (c.exact, c.out_of_place, c.layout, c.ours) for c in candidates}
+    assert flags[ch.TRANSFORMERS] == (True, True, "halves", False)
+    assert flags["rope_complex_meta (interleaved)"] == (False, True, "interleaved", True)
+    assert flags["rope_qk_into (out=, no allocation)"] == (True, False, "halves", True)
+    assert flags["rope_qk_compiled (torch.compile)"] == (True, True, "halves", True)
+    (q_hf, k_hf), _, _ = hf_rope(q, k)
+    for c in candidates:
+        assert ch.verify_candidate(c, q, k, (q_hf, k_hf)) == (
+            "exact" if c.exact else "4u"
+        )
+    qb, kb = q.to(torch.bfloat16), k.to(torch.bfloat16)
+    reference, _, _ = hf_rope(qb, kb)
+    for c in ch.rope_candidates(qb, kb):
+        assert ch.verify_candidate(c, qb, kb, reference) == "4u"
+
+
+def test_verify_candidate_catches_wrong_answers():
+    q, k = random_qk(2, 1, 2, 1, 5, 8)
+    (q_hf, k_hf), cos, sin = hf_rope(q, k)
+    reference = (q_hf, k_hf)
+    wrong_way = ch.Candidate("wrong way", lambda: ch.rope_qk_eager(q, k, cos, -sin))
+    with pytest.raises(AssertionError, match="wrong way: q differs"):
+        ch.verify_candidate(wrong_way, q, k, reference)
+    nudged = ch.Candidate("nudged k", lambda: (q_hf, k_hf + 1e-6 * k_hf.abs().max()))
+    with pytest.raises(AssertionError, match="nudged k: k differs"):
+        ch.verify_candidate(nudged, q, k, reference)
+    far = ch.Candidate("far", lambda: (q_hf, k_hf + 1e-3), exact=False)
+    with pytest.raises(AssertionError, match="far: k is farther"):
+        ch.verify_candidate(far, q, k, reference)
+    tiny = ch.Candidate("tiny", lambda: (q_hf, k_hf + 1e-9), exact=False)
+    assert ch.verify_candidate(tiny, q, k, reference) == "4u"
+    shaped = ch.Candidate("shape", lambda: (q_hf[..., :4], k_hf))
+    with pytest.raises(AssertionError, match="shape: q came back with shape"):
+        ch.verify_candidate(shaped, q, k, reference)
+    typed = ch.Candidate("dtype", lambda: (q_hf, k_hf.double()))
+    with pytest.raises(AssertionError, match="dtype: k came back"):
+        ch.verify_candidate(typed, q, k, reference)
+    qb, kb = q.to(torch.bfloat16), k.to(torch.bfloat16)
+    ref_b, cos_b, sin_b = hf_rope(qb, kb)
+    wrong_b = ch.Candidate("bf16", lambda: ch.rope_qk_eager(qb, kb, cos_b, -sin_b))
+    with pytest.raises(AssertionError, match="farther"):
+        ch.verify_candidate(wrong_b, qb, kb, ref_b)
+
+
+def test_time_calls_interleaves_and_counts():
+    order = []
+    calls = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    timed = ch.time_calls(calls, repeats=3, warmup=1)
+    assert order == ["a", "b"] * 4
+    assert set(timed) == {"a", "b"}
+    for seconds, faults in timed.values():
+        assert seconds >= 0 and faults >= 0
+    order.clear()
+    ch.time_calls(calls)  # defaults: 2 warm-up rounds, 7 repeats
+    assert order == ["a", "b"] * 9
+    synced = []
+    ch.time_calls({"a": lambda: None}, repeats=2, warmup=0,
+                  sync=lambda: synced.append(1))
+    assert len(synced) == 4  # before and after every call
+    with pytest.raises(ValueError, match="repeats"):
+        ch.time_calls(calls, repeats=0)
+    with pytest.raises(ValueError, match="warmup"):
+        ch.time_calls(calls, warmup=-1)
+
+
+def test_time_calls_takes_the_median_or_another_statistic(monkeypatch):
+    ticks = iter([0, 1, 10, 13, 20, 22, 30, 30.5, 40, 50] * 2)  # calls of 1, 3, 2, .5, 10 s
+    monkeypatch.setattr(ch.time, "perf_counter", lambda: float(next(ticks)))
+    calls = {"x": lambda: None}
+    assert ch.time_calls(calls, 5, 0)["x"][0] == 2.0
+    assert ch.time_calls(calls, 5, 0, statistic=min)["x"][0] == 0.5
+
+
+def test_without_glibc_or_resource(monkeypatch):
+    def no_libc(name):
+        raise OSError(f"{name}: not found")
+
+    monkeypatch.setattr(ch.ctypes, "CDLL", no_libc)
+    assert ch.keep_freed_memory() is False
+    monkeypatch.setattr(ch, "resource", None)
+    assert ch.page_faults() == 0
+
+
+def test_page_faults_and_keep_freed_memory():
+    assert isinstance(ch.page_faults(), int) and ch.page_faults() >= 0
+    kept = ch.keep_freed_memory()
+    assert isinstance(kept, bool)
+    if sys.platform == "linux":  # glibc
+        assert kept
+
+
+def row(name, ratio, ours=True, out_of_place=True, exact=True, check="exact"):
+    return ch.BenchRow(name, ratio, 0.0, check, out_of_place, exact, ours)
+
+
+def test_summary_picks_the_fastest_exact_out_of_place_of_ours():
+    fp32 = [
+        row(ch.CLONE, 1.0, ours=False, check="bound"),
+        row(ch.TRANSFORMERS, 7.0, ours=False),
+        row("complex", 0.9, exact=False, check="4u"),
+        row("into", 0.5, out_of_place=False),
+        row("slow", 3.0),
+        row("fast", 1.4),
+    ]
+    bf16 = [row("fast", 1.25), row("slow", 1.2), row("complex", 0.3, exact=False)]
+    assert ch.fastest_ours(fp32).name == "fast"
+    summary = ch.bench_summary(fp32, bf16)
+    assert summary == {
+        "fastest_fp32": 1.4,
+        "fastest_bf16": 1.2,
+        "speedup_vs_transformers": 5.0,
+    }
+    line = ch.summary_line(summary)
+    assert line == "fastest_fp32=1.40 fastest_bf16=1.20 speedup_vs_transformers=5.00"
+    verdict = ch.verdict(summary)
+    assert len(verdict) == 3
+    assert verdict[0].endswith("MISSED") and "1.400x" in verdict[0]
+    assert verdict[1].endswith(": met") and verdict[2].endswith(": met")
+    at_target = {"fastest_fp32": 1.15, "fastest_bf16": 1.3,
+                 "speedup_vs_transformers": 4.99}
+    assert [v.split(": ")[-1] for v in ch.verdict(at_target)] == ["met", "met", "MISSED"]
+
+
+def test_format_table_lists_every_row_with_both_dtypes():
+    fp32 = [row(ch.CLONE, 1.0, check="bound"), row("fast", 1.04)]
+    bf16 = [row(ch.CLONE, 1.0, check="bound"), row("fast", 1.2, check="4u")]
+    lines = ch.format_table(fp32, bf16).splitlines()
+    assert len(lines) == 4 and "float32" in lines[0] and "bfloat16" in lines[0]
+    assert "1.04x" in lines[3] and "1.20x" in lines[3] and "exact / 4u" in lines[3]
+    assert lines[2].split()[-4:] == ["-", "0", "/", "0"]  # a bound has no check
+    with pytest.raises(ValueError):
+        ch.format_table(fp32, bf16[:1])
+
+
+def test_rope_benchmark_verifies_then_times_on_a_tiny_shape():
+    rows = ch.rope_benchmark((1, 2, 6, 8), torch.float32, repeats=1, warmup=0)
+    names = [r.name for r in rows]
+    assert names[:3] == [ch.CLONE, ch.COPY, ch.TRANSFORMERS] and len(rows) == 8
+    assert rows[0].ratio == 1.0 and rows[0].check == rows[1].check == "bound"
+    checks = {r.name: r.check for r in rows}
+    assert checks["rope_qk_compiled (torch.compile)"] == "exact"
+    assert checks["rope_complex_meta (interleaved)"] == "4u"
+    assert all(r.ratio > 0 for r in rows)
+
+
+def test_scaling_sweep_reports_bytes_and_times():
+    results = ch.scaling_sweep([(1, 2, 6, 8)], repeats=1)
+    (r,) = results
+    assert r["shape"] == (1, 2, 6, 8)
+    assert r["mib"] == 2 * 2 * (2 * 6 * 8) * 4 / 2**20
+    assert all(r[name] > 0 for name in ("clone", "transformers", "compiled"))
+
+
+def test_bench_rope_smoke():
+    """tools/bench_rope.py on a tiny shape: every pair verified, the last line's form."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "bench_rope.py"),
+         "--shape", "1", "2", "6", "8", "--repeats", "1", "--warmup", "0"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert re.fullmatch(
+        r"fastest_fp32=\d+\.\d\d fastest_bf16=\d+\.\d\d "
+        r"speedup_vs_transformers=\d+\.\d\d",
+        lines[-1],
+    ), lines[-1]
+    assert "verified against transformers before timing: 12 of 12" in proc.stdout
+    assert sum("rope_qk_compiled" in line for line in lines) == 1
+
+
+# --- the check of Exercise 11.8 -----------------------------------------------------------
+
+
+def inplace_reference(x, cos, sin):
+    """A correct answer written here: the old first half saved, both halves updated."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim must be even, got {x.shape[-1]}")
+    h = x.shape[-1] // 2
+    old = x[..., :h].clone()
+    x[..., :h] = old * cos - x[..., h:] * sin
+    x[..., h:] = x[..., h:] * cos + old * sin
+    return x
+
+
+def check_fails(candidate, *needles):
+    with pytest.raises(AssertionError) as info:
+        ch.check_rope_inplace(candidate)
+    message = str(info.value)
+    assert "input:" in message and "Exercise 11.8" in message, message
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_check_rope_inplace_passes_a_correct_answer(capsys):
+    ch.check_rope_inplace(inplace_reference)
+    assert capsys.readouterr().out.strip() == "All 7 checks passed."
+
+
+def test_check_rope_inplace_names_the_mistakes():
+    def overwrites_first(x, cos, sin):
+        if x.shape[-1] % 2:
+            raise ValueError("head_dim must be even")
+        h = x.shape[-1] // 2
+        x[..., :h] = x[..., :h] * cos - x[..., h:] * sin
+        x[..., h:] = x[..., h:] * cos + x[..., :h] * sin
+        return x
+
+    def wrong_way(x, cos, sin):
+        return inplace_reference(x, cos, -sin)
+
+    def new_tensor(x, cos, sin):
+        return inplace_reference(x.clone(), cos, sin)
+
+    def no_check(x, cos, sin):
+        return inplace_reference(x, cos, sin) if x.shape[-1] % 2 == 0 else x
+
+    def library_error(x, cos, sin):
+        x1, _ = x.chunk(2, dim=-1)  # D = 7: halves of 4 and 3
+        x1 * cos  # torch's own size mismatch, not a ValueError of the candidate
+        return inplace_reference(x, cos, sin)
+
+    check_fails(overwrites_first, "looks like the first half was overwritten")
+    check_fails(wrong_way, "looks like the rotation goes the wrong way")
+    check_fails(new_tensor, "returns x itself", "a new tensor")
+    check_fails(no_check, "odd head_dim", "a ValueError", "no error")
+    check_fails(library_error, "odd head_dim", "a ValueError", "RuntimeError")
+    with pytest.raises(NotImplementedError):
+        ch.check_rope_inplace(lambda x, c, s: (_ for _ in ()).throw(NotImplementedError))
