@@ -553,3 +553,9 @@ def test_block_is_pre_norm_attention_then_mlp_by_hand() -> None:
 def test_alibi_slopes_rejects_a_bad_head_count(bad) -> None:
     with pytest.raises(ValueError, match="n_heads must be a positive integer"):
         ch.alibi_slopes(bad)
+
+
+def test_max_task_uses_every_symbol() -> None:
+    tokens, targets = ch.make_batch("max", 400, 12, 6, torch.Generator().manual_seed(2))
+    assert set(tokens[:, 1:].unique().tolist()) == set(range(6))
+    assert set(targets[:, 1:].unique().tolist()) == set(range(6))

@@ -826,3 +826,30 @@ def test_repeat_batch_periods_are_uniform_on_the_default_range() -> None:
     assert counts[:4].sum() == 0 and counts[11:].sum() == 0  # exactly 4..10 occur
     # 7 values, 100 expected each: a binomial count lies within 100 +- 40 (4 sigma)
     assert torch.all((counts[4:11] > 60) & (counts[4:11] < 140)), counts.tolist()
+
+
+def test_rope_theta_just_above_one_is_accepted() -> None:
+    assert ch.check_rope_parameters({"rope_type": "default", "rope_theta": 1.5}) == "default"
+    transformers_init({"rope_type": "linear", "rope_theta": 1.5, "factor": 2.0}, 8, 64)
+    for bad in (1.0, 0.5):
+        with pytest.raises(ValueError, match="rope_theta must be finite and > 1"):
+            ch.check_rope_parameters({"rope_type": "default", "rope_theta": bad})
+
+
+def test_fine_tune_accepts_the_shortest_length() -> None:
+    def pairs(generator, batch_size, length):
+        tokens = torch.randint(0, 4, (batch_size, length), generator=generator)
+        return tokens, torch.full_like(tokens, ch.IGNORE).index_fill(1, torch.tensor([0]), 1)
+
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=5, d_model=16, n_heads=2,
+                                              n_layers=1))
+    assert ch.fine_tune(model, pairs, 1, 2, batch_size=2) == []
+    with pytest.raises(ValueError, match="length >= 2"):
+        ch.fine_tune(model, pairs, 1, 1, batch_size=2)
+
+
+def test_configs_are_the_four_the_prose_describes() -> None:
+    """'four configurations, from a small head to Llama 3.1's': Llama 3.1's published
+    rope constants are head_dim 128, base 500 000, factor 8, L0 = 8192."""
+    assert len(ch.CONFIGS) == 4 and (128, 500000.0, 8.0, 8192) in ch.CONFIGS
+    assert min(d for d, *_ in ch.CONFIGS) == 64

@@ -517,3 +517,31 @@ def test_mixed_frequencies_by_hand():
 def test_apply_mrope_rejects_what_is_not_a_floating_4d_tensor(x):
     with pytest.raises(ValueError, match="x must be a floating tensor"):
         ch.apply_mrope(x, torch.zeros(3, 1, 4, dtype=torch.long), [2, 3, 3])
+
+
+def test_tiny_qwen2vl_default_merge_is_two():
+    assert ch.tiny_qwen2vl().config.vision_config.spatial_merge_size == 2
+
+
+def shift_error_by_cells(codes, height, width, dx, dy):
+    """Independent reference: cells listed by (x, y), an affine least-squares fit."""
+    cell = {(x, y): codes[y * width + x] for y in range(height) for x in range(width)}
+    pairs = [(cell[x, y], cell[x + dx, y + dy]) for y in range(height - dy)
+             for x in range(width - dx)]
+    source = np.array([np.append(s, 1.0) for s, _ in pairs])
+    target = np.array([t for _, t in pairs])
+    fit = np.linalg.lstsq(source, target, rcond=None)[0]
+    return np.linalg.norm(source @ fit - target) / np.linalg.norm(target - target.mean(0))
+
+
+@pytest.mark.parametrize("height, width, delta", [(6, 9, (1, 0)), (9, 6, (0, 2)),
+                                                  (7, 8, (2, 1))])
+def test_grid_shift_error_on_non_square_grids(height, width, delta):
+    xy = ch.grid_positions(height, width)
+    codes = ch.rotary_code(xy, ch.axial_frequencies(8))
+    assert ch.grid_shift_error(codes, height, width, delta) < 1e-9
+    rng = np.random.default_rng(height)
+    squashed = np.tanh(codes[:, [0, 1, 4, 5]] * 1.7 + rng.normal(size=4))  # x and y
+    got = ch.grid_shift_error(squashed, height, width, delta)
+    expected = shift_error_by_cells(squashed, height, width, *delta)
+    assert got == pytest.approx(expected, rel=1e-9) and got > 1e-3
