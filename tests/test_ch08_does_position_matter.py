@@ -559,3 +559,22 @@ def test_max_task_uses_every_symbol() -> None:
     tokens, targets = ch.make_batch("max", 400, 12, 6, torch.Generator().manual_seed(2))
     assert set(tokens[:, 1:].unique().tolist()) == set(range(6))
     assert set(targets[:, 1:].unique().tolist()) == set(range(6))
+
+
+def test_one_head_is_a_valid_model() -> None:
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=5, d_model=16, n_heads=1,
+                                              n_layers=1))
+    assert model.blocks[0].attn.head_dim == 16
+    with pytest.raises(ValueError, match="multiple of n_heads"):
+        ch.TinyTransformer(ch.ModelConfig(vocab_size=5, d_model=16, n_heads=0))
+
+
+def test_train_model_default_seed_is_zero() -> None:
+    config = ch.ModelConfig(vocab_size=5, d_model=16, n_heads=2, n_layers=1)
+    train = ch.TrainConfig(steps=2, length=8, batch_size=2, warmup=1)
+    default = ch.train_model(config, "copy", train, progress=False)
+    for seed, same in ((0, True), (1, False)):
+        other = ch.train_model(config, "copy", train, seed=seed, progress=False)
+        equal = all(torch.equal(a, b) for a, b in zip(default.parameters(),
+                                                      other.parameters(), strict=True))
+        assert equal == same

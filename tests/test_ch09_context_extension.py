@@ -853,3 +853,13 @@ def test_configs_are_the_four_the_prose_describes() -> None:
     rope constants are head_dim 128, base 500 000, factor 8, L0 = 8192."""
     assert len(ch.CONFIGS) == 4 and (128, 500000.0, 8.0, 8192) in ch.CONFIGS
     assert min(d for d, *_ in ch.CONFIGS) == 64
+
+
+def test_turns_in_context_accepts_any_positive_length() -> None:
+    theta = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    for length in (0.5, 1.0, 4096):
+        expected = (length * theta / (2 * math.pi)).tolist()
+        assert ch.turns_in_context(8, 10000.0, length).tolist() == pytest.approx(expected)
+    for bad in (0.0, -3.0, float("inf")):
+        with pytest.raises(ValueError, match="length must be a positive number"):
+            ch.turns_in_context(8, 10000.0, bad)
