@@ -545,3 +545,9 @@ def test_grid_shift_error_on_non_square_grids(height, width, delta):
     got = ch.grid_shift_error(squashed, height, width, delta)
     expected = shift_error_by_cells(squashed, height, width, *delta)
     assert got == pytest.approx(expected, rel=1e-9) and got > 1e-3
+
+
+@pytest.mark.parametrize("head_dim", [16.0, True, np.float64(16), "16"])
+def test_sections_need_an_integer_head_dim(head_dim):
+    with pytest.raises(ValueError, match="head_dim must be a positive even integer"):
+        ch.mrope_axis_of_pairs([2, 3, 3], head_dim)
