@@ -578,3 +578,10 @@ def test_train_model_default_seed_is_zero() -> None:
         equal = all(torch.equal(a, b) for a, b in zip(default.parameters(),
                                                       other.parameters(), strict=True))
         assert equal == same
+
+
+@pytest.mark.parametrize("positions", [[0, 1, 2], torch.zeros(1, 1, 3, dtype=torch.long),
+                                       torch.tensor(0)])
+def test_check_positions_rejects_what_is_not_a_1d_or_2d_tensor(positions) -> None:
+    with pytest.raises(ValueError, match=r"shape \(T,\) or \(B, T\)"):
+        ch.check_positions(positions, 3)
