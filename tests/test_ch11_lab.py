@@ -328,6 +328,15 @@ def test_rows_to_halves_hand_case() -> None:
     assert torch.equal(CH.rows_to_halves(back, 2), W)
 
 
+def test_same_values() -> None:
+    a = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert CH.same_values(a, a.clone()) and CH.same_values(a, a.float())
+    zero = torch.zeros(3, dtype=torch.float64)  # only the absolute tolerance counts
+    assert CH.same_values(zero, zero + 5e-10)
+    assert not CH.same_values(zero, zero + 1e-7)
+    assert not CH.same_values(a, a[:1]) and not CH.same_values(a, [1.0, 2.0])
+
+
 def test_decode_variant_right_position_matches_the_full_pass() -> None:
     g = torch.Generator().manual_seed(12)
     q, k = torch.randn(2, 2, 3, 5, 4, generator=g, dtype=torch.float64)
