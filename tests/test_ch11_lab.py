@@ -180,6 +180,7 @@ def test_cos_error_by_position() -> None:
     cast_errors = CH.cos_error_by_position(cast, 8001)
     assert cast_errors.shape == (8001,) and cast_errors[8000] > 1.0
     assert cast_errors[1] < 0.01  # small at small positions
+    assert CH.cos_error_by_position(rotary, 1).tolist() == [0.0]  # position 0 only
     # a different base in the config: the exact values follow it
     config = LlamaConfig(
         hidden_size=32,
@@ -280,9 +281,12 @@ def test_dynamic_inv_freq_validates() -> None:
     for bad in (0, -3, 2.0, True):
         with pytest.raises(ValueError, match="seq_len"):
             CH.dynamic_inv_freq(16, 1e4, 2.0, 64, bad)
-    for bad in (0, 7, 16.0, False):
+    for bad in (0, 2, 7, 16.0, False):
         with pytest.raises(ValueError, match="head_dim"):
             CH.dynamic_inv_freq(bad, 1e4, 2.0, 64, 10)
+    smallest = CH.dynamic_inv_freq(4, 1e4, 2.0, 64, 128)  # s_eff = 3, base 1e4 * 9
+    assert torch.allclose(smallest.double(), torch.tensor([1.0, 90000.0**-0.5],
+                                                          dtype=torch.float64))
 
 
 def test_rope_with_inv_freq() -> None:
