@@ -320,6 +320,8 @@ def test_tiny_llama_is_seeded_and_leaves_the_global_generator_alone() -> None:
             config.max_position_embeddings) == (16, 4, 2, 8192)
     assert config.rope_parameters["rope_theta"] == 10000.0
     assert not a.training and wa.dtype == torch.float32
+    assert (config.num_hidden_layers, config.hidden_size, config.vocab_size,
+            config.intermediate_size) == (1, 64, 64, 128)
 
 
 def test_rows_to_halves_hand_case() -> None:
@@ -343,14 +345,14 @@ def test_same_values() -> None:
 
 def test_decode_variant_right_position_matches_the_full_pass() -> None:
     g = torch.Generator().manual_seed(12)
-    q, k = torch.randn(2, 2, 3, 5, 4, generator=g, dtype=torch.float64)
+    q, k = torch.randn(2, 2, 3, 5, 6, generator=g, dtype=torch.float64)
     mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]])
     cache = CH.apply_rope_halves(k[:, :, :4], CH.mask_positions(mask))
     real = mask.sum(1, keepdim=True)
     logits, keys = CH.decode_variant(q[:, :, 4:], k[:, :, 4:], cache, real)
     full = torch.cat((mask, torch.ones(2, 1, dtype=mask.dtype)), 1)
     assert torch.allclose(logits, CH.full_pass_last_logits(q, k, full), atol=1e-12)
-    assert keys.shape == (2, 3, 5, 4) and torch.equal(keys[:, :, :4], cache)
+    assert keys.shape == (2, 3, 5, 6) and torch.equal(keys[:, :, :4], cache)
     raw, raw_keys = CH.decode_variant(q[:, :, 4:], k[:, :, 4:], cache, real,
                                       rotate_new_key=False)
     assert torch.equal(raw_keys[:, :, 4:], k[:, :, 4:])
