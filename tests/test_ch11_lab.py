@@ -1,0 +1,669 @@
+"""Chapter 11, Part B (the debugging lab): the measuring functions against independent
+references (transformers, closed forms, hand-computed cases), their input validation,
+and the six station checks: an independent solution passes, and every typical mistake
+a check claims to recognise is fed in and named in the message."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import LlamaConfig
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.llama.modeling_llama import (
+    LlamaRotaryEmbedding,
+    apply_rotary_pos_emb,
+)
+
+from nbload import chapter
+
+pytestmark = pytest.mark.unit
+CH = chapter("11_rope_in_practice")
+
+
+def passes(check, candidate, count: int, capsys) -> None:
+    check(candidate)
+    assert capsys.readouterr().out.strip() == f"All {count} checks passed."
+
+
+def fails(check, candidate, *needles: str) -> str:
+    with pytest.raises(AssertionError) as info:
+        check(candidate)
+    message = str(info.value)
+    assert "input:" in message, f"no input shown in:\n{message}"
+    for needle in needles:
+        assert needle in message, f"{needle!r} not in:\n{message}"
+    return message
+
+
+def hf_rope(x: torch.Tensor, position_ids: torch.Tensor, base: float = 1e4):
+    """transformers' split-halves RoPE of x (B, H, T, D)."""
+    d = x.shape[-1]
+    config = LlamaConfig(
+        hidden_size=2 * d,
+        num_attention_heads=2,
+        head_dim=d,
+        rope_parameters={"rope_type": "default", "rope_theta": base},
+    )
+    cos, sin = LlamaRotaryEmbedding(config)(x.float(), position_ids)
+    return apply_rotary_pos_emb(x.float(), x.float(), cos, sin)[0]
+
+
+def permutation(d: int) -> torch.Tensor:
+    """Evens then odds, written out here (not the chapter's function)."""
+    return torch.tensor([*range(0, d, 2), *range(1, d, 2)])
+
+
+# ---------------------------------------------------------------- measuring functions
+
+
+def test_interleaved_reference_hand_cases() -> None:
+    m = 3.0
+    x = torch.tensor([1.0, 0.0, 0.0, 1.0], dtype=torch.float64).reshape(1, 1, 1, 4)
+    got = CH.rope_interleaved_reference(x, torch.tensor([[m]]), base=100.0)
+    # pair 0 at angle m (theta_0 = 1): (1, 0) -> (cos m, sin m);
+    # pair 1 at angle m / 10 (theta_1 = 100**(-1/2)): (0, 1) -> (-sin, cos)
+    want = [math.cos(m), math.sin(m), -math.sin(m / 10), math.cos(m / 10)]
+    assert torch.allclose(got.flatten(), torch.tensor(want, dtype=torch.float64))
+    assert got.dtype == torch.float64
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    batch=st.integers(1, 3),
+    heads=st.integers(1, 3),
+    length=st.integers(1, 6),
+    half=st.integers(1, 8),
+    seed=st.integers(0, 2**16),
+)
+def test_interleaved_reference_matches_transformers(batch, heads, length, half, seed):
+    g = torch.Generator().manual_seed(seed)
+    d = 2 * half
+    x = torch.randn(batch, heads, length, d, generator=g)
+    positions = torch.randint(0, 3000, (batch, length), generator=g)
+    perm = permutation(d)
+    ours = CH.rope_interleaved_reference(x, positions)[..., perm]
+    assert ours.dtype == torch.float32
+    assert torch.allclose(ours, hf_rope(x[..., perm], positions), atol=2e-3)
+    assert torch.allclose(
+        CH.rope_interleaved_reference(x, positions, 500.0)[..., perm],
+        hf_rope(x[..., perm], positions, 500.0),
+        atol=2e-3,
+    )
+
+
+def test_interleaved_reference_validates() -> None:
+    with pytest.raises(ValueError, match="even"):
+        CH.rope_interleaved_reference(torch.zeros(1, 1, 2, 3), torch.zeros(1, 2))
+
+
+def test_offset_errors_hand_case() -> None:
+    expected = torch.zeros(2, 3, 3)
+    logits = expected.clone()
+    logits[0, 1, 0] = 0.5  # m - n = 1
+    logits[1, 2, 1] = -0.75  # m - n = 1, larger
+    logits[0, 2, 0] = 2.0  # m - n = 2
+    logits[1, 0, 2] = 9.0  # m - n = -2: not a causal pair, ignored
+    logits[0, 1, 1] = 0.25  # m - n = 0
+    assert CH.offset_errors(logits, expected).tolist() == [0.25, 0.75, 2.0]
+    assert CH.offset_errors(logits[0], expected[0]).tolist() == [0.25, 0.5, 2.0]
+
+
+def test_offset_errors_validates() -> None:
+    with pytest.raises(TypeError, match="tensors"):
+        CH.offset_errors([[0.0]], torch.zeros(1, 1))
+    with pytest.raises(ValueError, match="one shape"):
+        CH.offset_errors(torch.zeros(2, 2), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="one shape"):
+        CH.offset_errors(torch.zeros(3), torch.zeros(3))
+    with pytest.raises(ValueError, match="last two axes"):
+        CH.offset_errors(torch.zeros(2, 3), torch.zeros(2, 3))
+
+
+def test_head_counts_validate() -> None:
+    CH.check_head_counts(4, 2)
+    CH.check_head_counts(3, 3)
+    for n_heads, n_kv in ((0, 1), (4, 0), (True, 1), (4.0, 2), (4, 3)):
+        with pytest.raises(ValueError, match="n_heads|n_kv_heads"):
+            CH.check_head_counts(n_heads, n_kv)
+
+
+def test_gqa_logits_against_an_explicit_loop() -> None:
+    g = torch.Generator().manual_seed(5)
+    T, d_model, head_dim = 5, 6, 4
+    X = torch.randn(T, d_model, generator=g, dtype=torch.float64)
+    W_q = torch.randn(4 * head_dim, d_model, generator=g, dtype=torch.float64)
+    W_k = torch.randn(2 * head_dim, d_model, generator=g, dtype=torch.float64)
+
+    def identity(x, position_ids):
+        return x
+
+    got = CH.gqa_logits(W_q, W_k, X, 4, 2, identity)
+    assert got.shape == (4, T, T)
+    for h in range(4):
+        kv = h // 2  # heads 0, 1 read key head 0; heads 2, 3 read key head 1
+        q = X @ W_q[h * head_dim : (h + 1) * head_dim].T
+        k = X @ W_k[kv * head_dim : (kv + 1) * head_dim].T
+        assert torch.allclose(got[h], q @ k.T)
+    rotated = CH.gqa_logits(W_q, W_k, X, 4, 2, CH.apply_rope_halves)
+    for h in range(4):
+        kv = h // 2
+        q = hf_rope((X @ W_q[h * head_dim : (h + 1) * head_dim].T)[None, None],
+                    torch.arange(T)[None])[0, 0].double()
+        k = hf_rope((X @ W_k[kv * head_dim : (kv + 1) * head_dim].T)[None, None],
+                    torch.arange(T)[None])[0, 0].double()
+        assert torch.allclose(rotated[h], q @ k.T, atol=1e-3)
+
+
+def test_gqa_logits_validates() -> None:
+    X = torch.zeros(3, 4)
+    with pytest.raises(ValueError, match="W_q"):
+        CH.gqa_logits(torch.zeros(6, 4), torch.zeros(4, 4), X, 4, 2, CH.apply_rope_halves)
+    with pytest.raises(ValueError, match="W_k"):
+        CH.gqa_logits(torch.zeros(8, 4), torch.zeros(8, 4), X, 4, 2, CH.apply_rope_halves)
+    with pytest.raises(ValueError, match="n_kv_heads"):
+        CH.gqa_logits(torch.zeros(8, 4), torch.zeros(4, 4), X, 4, 3, CH.apply_rope_halves)
+
+
+def test_cos_error_by_position() -> None:
+    model = CH.tiny_llama()
+    rotary = model.model.rotary_emb
+    errors = CH.cos_error_by_position(rotary, 8192)
+    assert errors.shape == (8192,) and errors.dtype == torch.float64
+    assert errors[0] == 0 and errors.max() < 1e-3 and errors[1000] > 0
+    cast = copy.deepcopy(rotary).to(torch.bfloat16)
+    cast_errors = CH.cos_error_by_position(cast, 8001)
+    assert cast_errors.shape == (8001,) and cast_errors[8000] > 1.0
+    assert cast_errors[1] < 0.01  # small at small positions
+    assert CH.cos_error_by_position(rotary, 1).tolist() == [0.0]  # position 0 only
+    # a different base in the config: the exact values follow it
+    config = LlamaConfig(
+        hidden_size=32,
+        num_attention_heads=2,
+        head_dim=16,
+        rope_parameters={"rope_type": "default", "rope_theta": 500.0},
+    )
+    assert CH.cos_error_by_position(LlamaRotaryEmbedding(config), 4000).max() < 1e-3
+    with pytest.raises(TypeError, match="rotary"):
+        CH.cos_error_by_position(torch.nn.Linear(2, 2), 10)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="num_positions"):
+            CH.cos_error_by_position(rotary, bad)
+
+
+def test_mask_positions() -> None:
+    mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1]])
+    assert CH.mask_positions(mask).tolist() == [[0, 0, 0, 1], [0, 1, 2, 3], [0, 0, 1, 2]]
+    assert CH.mask_positions(mask.bool()).tolist()[0] == [0, 0, 0, 1]
+    with pytest.raises(ValueError, match="batch, seq_len"):
+        CH.mask_positions(torch.tensor([1, 1]))
+    with pytest.raises(ValueError, match="only 0"):
+        CH.mask_positions(torch.tensor([[0, 2]]))
+
+
+def test_full_pass_last_logits_against_transformers() -> None:
+    g = torch.Generator().manual_seed(9)
+    q, k = torch.randn(2, 2, 3, 4, 8, generator=g)
+    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]])
+    positions = torch.tensor([[0, 0, 1, 2], [0, 1, 2, 3]])
+    q_rot, k_rot = hf_rope(q, positions), hf_rope(k, positions)
+    want = torch.einsum("bhd,bhtd->bht", q_rot[:, :, -1], k_rot)
+    got = CH.full_pass_last_logits(q, k, mask)
+    assert got.shape == (2, 3, 4)
+    assert torch.allclose(got, want, atol=1e-4)
+    other = CH.full_pass_last_logits(q, k, mask, base=100.0)
+    assert not torch.allclose(other, got, atol=1e-3)
+    with pytest.raises(ValueError, match="one shape"):
+        CH.full_pass_last_logits(q, k[..., :2, :], mask)
+    with pytest.raises(ValueError, match="attention_mask"):
+        CH.full_pass_last_logits(q, k, mask[:, 1:])
+
+
+LLAMA31 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+           "original_max_position_embeddings": 8192}
+
+
+def test_read_with_transformers() -> None:
+    params = copy.deepcopy(LLAMA31)
+    reading = CH.read_with_transformers(params, 128, 131072)
+    assert params == LLAMA31  # the caller's dict is not edited
+    config = LlamaConfig(hidden_size=256, num_attention_heads=2, head_dim=128,
+                         max_position_embeddings=131072,
+                         rope_parameters=copy.deepcopy(LLAMA31))
+    inv_freq, factor = ROPE_INIT_FUNCTIONS["llama3"](config)
+    assert torch.equal(reading["inv_freq"], inv_freq)
+    assert reading["attention_factor"] == factor == 1.0
+    assert reading["error"] is None and reading["logged"] == []
+    yarn = CH.read_with_transformers({"rope_type": "yarn", "factor": 4.0,
+                                      "original_max_position_embeddings": 64}, 16, 256)
+    assert yarn["attention_factor"] == pytest.approx(0.1 * math.log(4.0) + 1)
+    default = CH.read_with_transformers({"rope_type": "default", "rope_theta": 100.0},
+                                        4, 64)
+    assert torch.allclose(default["inv_freq"], torch.tensor([1.0, 0.1]))
+    library = logging.getLogger("transformers")
+    handlers, level = library.handlers[:], library.level
+    half = CH.read_with_transformers({"rope_type": "linear", "factor": 0.5}, 8, 64)
+    assert library.handlers == handlers and library.level == level
+    assert "factor" in half["logged"][0] and half["error"] is None
+    missing = {k: v for k, v in LLAMA31.items() if k != "low_freq_factor"}
+    broken = CH.read_with_transformers(missing, 128, 131072)
+    assert broken["error"].startswith("KeyError") and "low_freq_factor" in broken["error"]
+    assert broken["inv_freq"] is None and broken["attention_factor"] is None
+    with pytest.raises(TypeError, match="dict"):
+        CH.read_with_transformers([("rope_type", "linear")], 8, 64)
+
+
+def closed_form_dynamic(d, base, factor, length, seq_len) -> torch.Tensor:
+    """b' = b * s_eff**(d / (d - 2)), s_eff = s T / L0 - (s - 1) past L0, in float64."""
+    s_eff = max(1.0, factor * seq_len / length - (factor - 1))
+    new_base = base * s_eff ** (d / (d - 2))
+    return new_base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+
+@pytest.mark.parametrize("seq_len", [1, 64, 65, 100, 500])
+def test_dynamic_inv_freq_closed_form(seq_len) -> None:
+    got = CH.dynamic_inv_freq(16, 10000.0, 2.0, 64, seq_len)
+    assert got.shape == (8,)
+    assert torch.allclose(got.double(), closed_form_dynamic(16, 1e4, 2.0, 64, seq_len),
+                          rtol=1e-5)
+    other = CH.dynamic_inv_freq(32, 500.0, 4.0, 100, seq_len)
+    assert torch.allclose(other.double(), closed_form_dynamic(32, 500.0, 4.0, 100,
+                                                              seq_len), rtol=1e-5)
+
+
+def test_dynamic_inv_freq_validates() -> None:
+    for bad in (0, -3, 2.0, True):
+        with pytest.raises(ValueError, match="seq_len"):
+            CH.dynamic_inv_freq(16, 1e4, 2.0, 64, bad)
+    for bad in (0, 2, 7, 16.0, False):
+        with pytest.raises(ValueError, match="head_dim"):
+            CH.dynamic_inv_freq(bad, 1e4, 2.0, 64, 10)
+    smallest = CH.dynamic_inv_freq(4, 1e4, 2.0, 64, 128)  # s_eff = 3, base 1e4 * 9
+    assert torch.allclose(smallest.double(), torch.tensor([1.0, 90000.0**-0.5],
+                                                          dtype=torch.float64))
+
+
+def test_rope_with_inv_freq() -> None:
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 5, 8, generator=g, dtype=torch.float64)
+    positions = torch.tensor([0, 3, 7, 100, 2000])
+    inv_freq = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    got = CH.rope_with_inv_freq(x, positions, inv_freq)
+    want = hf_rope(x[:, None].float(), positions[None].expand(2, 5))[:, 0]
+    assert got.dtype == torch.float64 and torch.allclose(got.float(), want, atol=1e-3)
+    pair = CH.rope_with_inv_freq(torch.tensor([[0.0, 1.0]]), torch.tensor([2]),
+                                 torch.tensor([0.5]))
+    assert torch.allclose(pair, torch.tensor([[-math.sin(1.0), math.cos(1.0)]],
+                                             dtype=torch.float64))
+    with pytest.raises(ValueError, match="inv_freq"):
+        CH.rope_with_inv_freq(x, positions, inv_freq[:3])
+    with pytest.raises(ValueError, match="positions"):
+        CH.rope_with_inv_freq(x, positions[:4], inv_freq)
+
+
+def test_tiny_llama_is_seeded_and_leaves_the_global_generator_alone() -> None:
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    a, b, c = CH.tiny_llama(), CH.tiny_llama(), CH.tiny_llama(seed=1)
+    assert torch.rand(1) == before
+    wa, wb, wc = (m.model.layers[0].self_attn.q_proj.weight for m in (a, b, c))
+    assert torch.equal(wa, wb) and not torch.equal(wa, wc)
+    config = a.config
+    assert (config.head_dim, config.num_attention_heads, config.num_key_value_heads,
+            config.max_position_embeddings) == (16, 4, 2, 8192)
+    assert config.rope_parameters["rope_theta"] == 10000.0
+    assert not a.training and wa.dtype == torch.float32
+    assert (config.num_hidden_layers, config.hidden_size, config.vocab_size,
+            config.intermediate_size) == (1, 64, 64, 128)
+
+
+def test_rows_to_halves_hand_case() -> None:
+    W = torch.arange(16.0)[:, None]
+    assert CH.rows_to_halves(W, 2).flatten().tolist() == [
+        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15]
+    assert CH.rows_to_halves(W, 1)[:4].flatten().tolist() == [0, 2, 4, 6]
+    back = CH.rows_to_halves(W, 2, inverse=True)
+    assert back.flatten().tolist()[:8] == [0, 4, 1, 5, 2, 6, 3, 7]
+    assert torch.equal(CH.rows_to_halves(back, 2), W)
+
+
+def test_same_values() -> None:
+    a = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert CH.same_values(a, a.clone()) and CH.same_values(a, a.float())
+    zero = torch.zeros(3, dtype=torch.float64)  # only the absolute tolerance counts
+    assert CH.same_values(zero, zero + 5e-10)
+    assert not CH.same_values(zero, zero + 1e-7)
+    assert not CH.same_values(a, a[:1]) and not CH.same_values(a, [1.0, 2.0])
+
+
+def test_decode_variant_right_position_matches_the_full_pass() -> None:
+    g = torch.Generator().manual_seed(12)
+    q, k = torch.randn(2, 2, 3, 5, 6, generator=g, dtype=torch.float64)
+    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]])
+    cache = CH.apply_rope_halves(k[:, :, :4], CH.mask_positions(mask))
+    real = mask.sum(1, keepdim=True)
+    logits, keys = CH.decode_variant(q[:, :, 4:], k[:, :, 4:], cache, real)
+    full = torch.cat((mask, torch.ones(2, 1, dtype=mask.dtype)), 1)
+    assert torch.allclose(logits, CH.full_pass_last_logits(q, k, full), atol=1e-12)
+    assert keys.shape == (2, 3, 5, 6) and torch.equal(keys[:, :, :4], cache)
+    raw, raw_keys = CH.decode_variant(q[:, :, 4:], k[:, :, 4:], cache, real,
+                                      rotate_new_key=False)
+    assert torch.equal(raw_keys[:, :, 4:], k[:, :, 4:])
+    _, again = CH.decode_variant(q[:, :, 4:], k[:, :, 4:], cache, real,
+                                 rerotate_cache=True)
+    assert torch.allclose(again[:, :, :4],
+                          CH.apply_rope_halves(cache, real.expand(-1, 4)))
+
+
+# ------------------------------------------------------------------ station checks
+
+
+def meta_layout_solution(x, position_ids, base=10000.0):
+    """Interleaved RoPE through split halves, written with index tensors."""
+    d = x.shape[-1]
+    perm = permutation(d)
+    inverse = torch.empty_like(perm)
+    inverse[perm] = torch.arange(d)
+    return CH.apply_rope_halves(x[..., perm], position_ids, base)[..., inverse]
+
+
+def test_check_11_1(capsys) -> None:
+    passes(CH.check_rope_for_meta_layout, meta_layout_solution, 3, capsys)
+    perm = permutation(8)
+    fails(CH.check_rope_for_meta_layout, CH.apply_rope_halves,
+          "case positions 0..5", "the bug of this station", "position_ids")
+    fails(CH.check_rope_for_meta_layout,
+          lambda x, p: CH.apply_rope_halves(x[..., perm], p),
+          "case every token at position 0", "left in split-halves order")
+    fails(CH.check_rope_for_meta_layout,
+          lambda x, p: CH.apply_rope_halves(x[..., torch.argsort(perm)], p)[..., perm],
+          "perm and its inverse are swapped")
+    odd = torch.tensor([1, 3, 5, 7, 0, 2, 4, 6])
+    fails(CH.check_rope_for_meta_layout,
+          lambda x, p: CH.apply_rope_halves(x[..., odd], p)[..., torch.argsort(odd)],
+          "odd coordinates first")
+    fails(CH.check_rope_for_meta_layout, lambda x, p: 2 * meta_layout_solution(x, p),
+          "none of the usual mistakes")
+
+
+def halves_rows(W: torch.Tensor, heads: int) -> torch.Tensor:
+    rows, d_in = W.shape
+    return W.reshape(heads, rows // heads // 2, 2, d_in).transpose(1, 2).reshape(
+        rows, d_in)
+
+
+def interleaved_rows(W: torch.Tensor, heads: int) -> torch.Tensor:
+    rows, d_in = W.shape
+    return W.reshape(heads, 2, rows // heads // 2, d_in).transpose(1, 2).reshape(
+        rows, d_in)
+
+
+def convert_solution(weights, n_heads, n_kv_heads):
+    if n_heads % n_kv_heads:
+        raise ValueError("n_kv_heads must divide n_heads")
+    out = {key: value.clone() for key, value in weights.items()}
+    out["q_proj"] = halves_rows(weights["q_proj"], n_heads)
+    out["k_proj"] = halves_rows(weights["k_proj"], n_kv_heads)
+    return out
+
+
+def test_check_11_2(capsys) -> None:
+    check = CH.check_convert_meta_attention
+    passes(check, convert_solution, 3 * 6 + 1, capsys)
+
+    def with_change(key, change):
+        def candidate(weights, n_heads, n_kv_heads):
+            out = convert_solution(weights, n_heads, n_kv_heads)
+            out[key] = change(weights, n_heads, n_kv_heads)
+            return out
+        return candidate
+
+    fails(check, with_change("q_proj", lambda w, h, kv: w["q_proj"]),
+          "q_proj copied unchanged", "n_kv_heads = 2")
+    fails(check, with_change("q_proj", lambda w, h, kv: interleaved_rows(w["q_proj"], h)),
+          "q_proj converted the wrong way")
+    fails(check, with_change("k_proj", lambda w, h, kv: w["k_proj"]),
+          "k_proj copied unchanged")
+    fails(check, with_change("k_proj",
+                             lambda w, h, kv: interleaved_rows(w["k_proj"], kv)),
+          "k_proj converted the wrong way")
+    fails(check, with_change("k_proj", lambda w, h, kv: halves_rows(w["k_proj"], h)),
+          "k_proj permuted as n_heads heads")
+    fails(check, with_change("v_proj", lambda w, h, kv: halves_rows(w["v_proj"], kv)),
+          "v_proj permuted")
+    fails(check, with_change(
+        "o_proj", lambda w, h, kv: halves_rows(w["o_proj"].T, h).T),
+        "o_proj's columns permuted")
+    fails(check, with_change("v_proj", lambda w, h, kv: w["v_proj"] + 1),
+          "none of the usual mistakes")
+
+    def drops_o(weights, n_heads, n_kv_heads):
+        out = convert_solution(weights, n_heads, n_kv_heads)
+        del out["o_proj"]
+        return out
+
+    fails(check, drops_o, "the four matrices come back")
+
+    def in_place(weights, n_heads, n_kv_heads):
+        out = convert_solution(weights, n_heads, n_kv_heads)
+        weights["q_proj"].copy_(out["q_proj"])
+        return out
+
+    fails(check, in_place, "left unchanged")
+
+    def no_validation(weights, n_heads, n_kv_heads):
+        out = {key: value.clone() for key, value in weights.items()}
+        head_dim = weights["q_proj"].shape[0] // n_heads
+        out["q_proj"] = halves_rows(weights["q_proj"], n_heads)
+        kv = weights["k_proj"].shape[0] // head_dim
+        out["k_proj"] = halves_rows(weights["k_proj"], kv)
+        return out
+
+    fails(check, no_validation, "3 query heads", "no error")
+
+
+def keep_rope_solution(model):
+    keep = {name: buf.detach().clone() for name, buf in model.named_buffers()
+            if name.endswith("inv_freq")}
+    model.to(dtype=torch.bfloat16)
+    for name, buf in keep.items():
+        module_name, attribute = name.rsplit(".", 1)
+        model.get_submodule(module_name).register_buffer(attribute, buf,
+                                                         persistent=False)
+    return model
+
+
+def test_check_11_3(capsys) -> None:
+    check = CH.check_to_bfloat16_keep_rope
+    passes(check, keep_rope_solution, 1 + 2 * 2 + 1, capsys)
+    fails(check, lambda model: model.to(torch.bfloat16), "the bug of this station")
+    fails(check, lambda model: model, "weights were not cast")
+
+    def cast_back(model):
+        model = model.to(torch.bfloat16)
+        rotary = model.model.rotary_emb
+        rotary.inv_freq = rotary.inv_freq.float()
+        rotary.original_inv_freq = rotary.original_inv_freq.float()
+        return model
+
+    fails(check, cast_back, "cast to bfloat16 and back")
+
+    def original_forgotten(model):
+        model = keep_rope_solution(model)
+        model.model.rotary_emb.original_inv_freq = (
+            model.model.rotary_emb.original_inv_freq.to(torch.bfloat16))
+        return model
+
+    fails(check, original_forgotten, "original_inv_freq was cast")
+
+    def scaled(model):
+        model = keep_rope_solution(model)
+        model.model.rotary_emb.attention_scaling = 0.5
+        return model
+
+    fails(check, scaled, "cos error at position 8000")
+
+
+def decode_solution(q_new, k_new, cached_keys, attention_mask, base=10000.0):
+    if attention_mask.shape != (cached_keys.shape[0], cached_keys.shape[2]):
+        raise ValueError("attention_mask must match the cache")
+    position = attention_mask.sum(dim=-1).long()[:, None]
+    q = hf_rope(q_new, position, base).double()
+    k = hf_rope(k_new, position, base).double()
+    # transformers rotates in float32: redo in float64 for the 1e-9 tolerance
+    q = CH.apply_rope_halves(q_new, position, base)
+    k = CH.apply_rope_halves(k_new, position, base)
+    keys = torch.cat([cached_keys, k], dim=-2)
+    return torch.einsum("bhd,bhtd->bht", q[:, :, 0], keys), keys
+
+
+def test_check_11_4(capsys) -> None:
+    check = CH.check_decode_step
+    passes(check, decode_solution, 2 * 2 + 1, capsys)
+
+    def variant(**options):
+        def candidate(q_new, k_new, cache, mask, base=10000.0):
+            real = mask.sum(1, keepdim=True)
+            position = options.get("position", lambda r, m: r)(real, mask)
+            return CH.decode_variant(q_new, k_new, cache, position,
+                                     options.get("rotate", True),
+                                     options.get("rerotate", False))
+        return candidate
+
+    fails(check, variant(position=lambda r, m: torch.full_like(r, m.shape[1])),
+          "counts the padding", "transformers #22161", "step 1")
+    fails(check, variant(position=lambda r, m: torch.zeros_like(r)), "no offset")
+    fails(check, variant(rerotate=True), "rotated again")
+    fails(check, variant(rotate=False), "appended unrotated")
+    fails(check, variant(position=lambda r, m: r - 1), "off by one")
+    fails(check, lambda *args: (decode_solution(*args)[0] * 2, decode_solution(*args)[1]),
+          "none of the usual mistakes")
+    fails(check, variant(), "a mask shorter than the cache", "no error")
+
+
+def parameters_solution(checkpoint, override=None):
+    def renamed(rope):
+        rope = {k: v for k, v in (rope or {}).items()}
+        if "type" in rope:
+            rope["rope_type"] = rope.pop("type")
+        return rope
+
+    source = checkpoint.get("rope_parameters") or checkpoint.get("rope_scaling")
+    result = {"rope_type": "default",
+              "rope_theta": checkpoint.get("rope_theta", 10000.0)}
+    result.update(renamed(source))
+    extra = renamed(override)
+    if (extra.get("rope_type") not in (None, result["rope_type"])
+            and result["rope_type"] != "default"):
+        raise ValueError(f"checkpoint uses {result['rope_type']}")
+    result.update(extra)
+    if result.get("factor", 1) < 1:
+        raise ValueError("factor below 1")
+    if result["rope_type"] in {"yarn", "llama3", "longrope"}:
+        result.setdefault("original_max_position_embeddings",
+                          checkpoint["max_position_embeddings"])
+    return result
+
+
+def test_check_11_5(capsys) -> None:
+    check = CH.check_rope_parameters_for
+    passes(check, parameters_solution, 5 + 2, capsys)
+
+    def edited(change):
+        def candidate(checkpoint, override=None):
+            return change(parameters_solution(checkpoint, override))
+        return candidate
+
+    fails(check, edited(lambda p: {k: v for k, v in p.items() if k != "rope_theta"}),
+          "rope_theta was dropped", "case Llama 2")
+    fails(check, edited(lambda p: dict(p, rope_theta=10000.0)),
+          "rope_theta was reset", "Llama 3.1's config.json")
+    fails(check, edited(lambda p: {("type" if k == "rope_type" else k): v
+                                   for k, v in p.items()}), "'type' was kept")
+    fails(check, edited(lambda p: {k: v for k, v in p.items()
+                                   if k != "original_max_position_embeddings"}),
+          "original_max_position_embeddings is missing", "Llama 3.1")
+    fails(check, edited(lambda p: dict(p, extra=1)), "compare key by key")
+
+    def accepts_any_override(checkpoint, override=None):
+        if override and override.get("factor", 1) < 1:
+            raise ValueError("factor below 1")
+        if override and override.get("type") == "dynamic" and "rope_scaling" in (
+                checkpoint) and checkpoint["rope_scaling"]:
+            return {"rope_type": "dynamic"}
+        return parameters_solution(checkpoint, override)
+
+    fails(check, accepts_any_override, "vLLM #10537", "no error")
+
+    def accepts_small_factor(checkpoint, override=None):
+        if override and override.get("factor", 1) < 1:
+            return dict(override, rope_theta=10000.0)
+        return parameters_solution(checkpoint, override)
+
+    fails(check, accepts_small_factor, "a factor below 1")
+
+
+def dynamic_solution(q, raw_keys, base, factor, max_position_embeddings):
+    if raw_keys.shape[-1] % 2:
+        raise ValueError("head_dim must be even")
+    T, d = raw_keys.shape
+    inv_freq = CH.dynamic_inv_freq(d, base, factor, max_position_embeddings, T)
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq.double()
+    cos = torch.cat((angles.cos(), angles.cos()), -1)
+    sin = torch.cat((angles.sin(), angles.sin()), -1)
+
+    def rotate_half(x):
+        return torch.cat((-x[..., d // 2:], x[..., : d // 2]), -1)
+
+    keys = raw_keys * cos + rotate_half(raw_keys) * sin
+    query = q * cos[-1] + rotate_half(q) * sin[-1]
+    return keys @ query
+
+
+def test_check_11_6(capsys) -> None:
+    check = CH.check_dynamic_ntk_logits
+    passes(check, dynamic_solution, 5 + 1, capsys)
+
+    def with_freqs(choose):
+        def candidate(q, raw_keys, base, factor, length):
+            T, d = raw_keys.shape
+            now = choose(d, base, factor, length, T)
+            keys = CH.rope_with_inv_freq(raw_keys, torch.arange(T), now)
+            return keys @ CH.rope_with_inv_freq(q[None], torch.tensor([T - 1]), now)[0]
+        return candidate
+
+    fails(check, with_freqs(lambda d, b, s, n, T: CH.dynamic_inv_freq(d, b, s, n,
+                                                                      max(T - 1, 1))),
+          "frequencies of length T - 1", "case T = 100")
+    fails(check, with_freqs(lambda d, b, s, n, T: CH.dynamic_inv_freq(d, b, s, n, n)),
+          "the plain RoPE frequencies")
+    fails(check, with_freqs(lambda d, b, s, n, T: (b * s ** (d / (d - 2))) ** (
+        -torch.arange(0, d, 2, dtype=torch.float64) / d)),
+        "factor used as the NTK factor", "case T = 40")
+
+    def rotated_on_insertion(q, raw_keys, base, factor, length):
+        T, d = raw_keys.shape
+        now = CH.dynamic_inv_freq(d, base, factor, length, T)
+        keys = torch.cat([
+            CH.rope_with_inv_freq(raw_keys[n : n + 1], torch.tensor([n]),
+                                  CH.dynamic_inv_freq(d, base, factor, length, n + 1))
+            for n in range(T)])
+        return keys @ CH.rope_with_inv_freq(q[None], torch.tensor([T - 1]), now)[0]
+
+    fails(check, rotated_on_insertion, "transformers #25104")
+    fails(check, lambda *args: dynamic_solution(*args) + 1.0,
+          "none of the usual mistakes")
+
+    def no_validation(q, raw_keys, base, factor, length):
+        if raw_keys.shape[-1] % 2:
+            return torch.zeros(raw_keys.shape[0], dtype=torch.float64)
+        return dynamic_solution(q, raw_keys, base, factor, length)
+
+    fails(check, no_validation, "odd head_dim 7", "no error")
