@@ -78,8 +78,10 @@ def exercises_start(nb: nbformat.NotebookNode) -> int | None:
 def quick_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
     """Setup and ``export`` cells, then the exercises; None if that is not enough."""
     start = exercises_start(nb)
-    if start is None or any(SOLUTION_TAG in tags(c) for c in nb.cells[:start]):
-        return None
+    if start is None or any(
+        {SOLUTION_TAG, CHECK_TAG} & set(tags(c)) for c in nb.cells[:start]
+    ):
+        return None  # exercises inside the text (Chapter 11's lab): run it whole
     quick = nbformat.from_dict(nb)
     quick.cells = [
         c
