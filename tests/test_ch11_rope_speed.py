@@ -176,6 +176,21 @@ def test_eager_and_into_within_bound_in_bfloat16(seed, Hq, Hk, T, h):
     assert_within_bound(out_k, k_hf, k)
 
 
+@SETTINGS
+@given(seed=seeds, Hq=st.integers(1, 4), T=st.integers(1, 9), h=half_dims,
+       dtype=st.sampled_from([torch.float32, torch.float64, torch.bfloat16]))
+def test_flipped_spelling_equals_rotate_halves_bit_for_bit(seed, Hq, T, h, dtype):
+    """The compiled kernel's eager spelling makes rotate_halves' roundings exactly."""
+    q, _ = random_qk(seed, 2, Hq, 1, T, 2 * h, dtype)
+    cos, sin = (t.to(dtype) for t in ch.rope_tables(T, 2 * h))
+    x1, x2 = q[..., :h], q[..., h:]
+    by_hand = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+    got = ch.rotate_halves_flipped(q, cos, sin)
+    assert got.shape == q.shape and got.dtype == dtype
+    assert torch.equal(got, by_hand)
+    assert torch.equal(got, ch06.rotate_halves(q, cos, sin))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_compiled_equals_transformers(dtype):
     q, k = random_qk(11, 2, 3, 1, 5, 8, dtype)  # grouped-query: 3 query heads, 1 key head
