@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import RecordingAdamW
 from nbload import chapter
 
 ch = chapter("08_does_position_matter")
@@ -398,17 +399,6 @@ def test_lr_multiplier_by_hand() -> None:
     # one step of decay: the cosine reaches 0 at once; no decay at all: stays 1
     assert ch.lr_multiplier(4, 3, 4) == pytest.approx(0.0, abs=1e-15)
     assert ch.lr_multiplier(3, 3, 3) == 1.0
-
-
-class RecordingAdamW(torch.optim.AdamW):
-    """AdamW that records the learning rate and weight decay of every step."""
-
-    seen: list[tuple[float, float]] = []
-
-    def step(self, closure=None):
-        group = self.param_groups[0]
-        RecordingAdamW.seen.append((group["lr"], group["weight_decay"]))
-        return super().step(closure)
 
 
 def test_training_warms_up_then_decays_the_learning_rate(monkeypatch) -> None:

@@ -17,6 +17,7 @@ from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
+from helpers import RecordingAdamW
 from nbload import chapter
 
 ch = chapter("09_context_extension")
@@ -699,17 +700,6 @@ def test_method_scale_factors_closed_forms_and_transformers() -> None:
     torch.testing.assert_close(torch.from_numpy(kappa["LongRoPE (made-up factors)"]),
                                expected, rtol=rtol, atol=0)
     assert ch.illustrative_longrope_factors(d, s) == pytest.approx(expected.tolist())
-
-
-class RecordingAdamW(torch.optim.AdamW):
-    """AdamW that records the learning rate and weight decay of every step."""
-
-    seen: list[tuple[float, float]] = []
-
-    def step(self, closure=None):
-        group = self.param_groups[0]
-        RecordingAdamW.seen.append((group["lr"], group["weight_decay"]))
-        return super().step(closure)
 
 
 def test_fine_tune_steps_defaults_and_evaluation_points(monkeypatch) -> None:

@@ -20,25 +20,11 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
 )
 
+from helpers import fails, passes
 from nbload import chapter
 
 pytestmark = pytest.mark.unit
 CH = chapter("11_rope_in_practice")
-
-
-def passes(check, candidate, count: int, capsys) -> None:
-    check(candidate)
-    assert capsys.readouterr().out.strip() == f"All {count} checks passed."
-
-
-def fails(check, candidate, *needles: str) -> str:
-    with pytest.raises(AssertionError) as info:
-        check(candidate)
-    message = str(info.value)
-    assert "input:" in message, f"no input shown in:\n{message}"
-    for needle in needles:
-        assert needle in message, f"{needle!r} not in:\n{message}"
-    return message
 
 
 def hf_rope(x: torch.Tensor, position_ids: torch.Tensor, base: float = 1e4):

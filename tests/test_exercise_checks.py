@@ -15,6 +15,7 @@ import torch
 from scipy.optimize import brentq
 from scipy.special import sici
 
+from helpers import fails, passes
 from nbload import chapter
 
 CH1 = chapter("01_attention_cant_see_order")
@@ -24,21 +25,6 @@ CH4 = chapter("04_sinusoidal_in_code")
 CH5 = chapter("05_deriving_rope")
 CH6 = chapter("06_rope_in_code")
 CH7 = chapter("07_long_range_decay")
-
-
-def passes(check, candidate, count: int, capsys) -> None:
-    check(candidate)
-    assert capsys.readouterr().out.strip() == f"All {count} checks passed."
-
-
-def fails(check, candidate, *needles: str) -> str:
-    with pytest.raises(AssertionError) as info:
-        check(candidate)
-    message = str(info.value)
-    assert "input:" in message, f"no input shown in:\n{message}"
-    for needle in needles:
-        assert needle in message, f"{needle!r} not in:\n{message}"
-    return message
 
 
 # --------------------------------------------------------------------------- the helper
