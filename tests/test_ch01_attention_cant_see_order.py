@@ -223,3 +223,24 @@ def test_model_helpers_on_the_real_model() -> None:
     assert outputs.shape == (7, 384)  # [CLS] + 5 words + [SEP]
     assert torch.allclose(ch.mean_pooled(model, tokenizer, "The dog chased another dog"),
                           outputs.mean(dim=0))
+
+
+def test_shown_cuts_long_arrays_and_says_how_many_values_there_were() -> None:
+    assert ch.shown(list(range(10))) == (
+        "[0, 1, 2, 3, 4, 5, 6, 7 ... (10 values, shape (10,))]"
+    )
+    assert ch.shown([1, 2, 3]) == "[1, 2, 3]"
+    assert ch.shown(torch.tensor([[0.123456, 2.0]])) == "[0.1235, 2.    ]"
+
+
+def test_exercise_check_counts_every_passed_case(capsys) -> None:
+    check = ch.ExerciseCheck("Exercise 0.0")
+    check.holds("a", "x = 1", True, 1, 1)
+    check.holds("b", "x = 2", True, 2, 2)
+    check.close("c", "x = 3", [1.0, 2.0], [1.0, 2.0])
+    assert check.passed == 3
+    check.done()
+    assert capsys.readouterr().out.strip() == "All 3 checks passed."
+    with pytest.raises(AssertionError, match="Exercise 0.0, case d"):
+        check.holds("d", "x = 4", False, 4, 5)
+    assert check.passed == 3

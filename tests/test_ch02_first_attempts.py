@@ -447,3 +447,10 @@ def test_cosine_similarity_of_unit_and_opposite_rows() -> None:
     expected = np.array([[1, 0, -1, 0.6], [0, 1, 0, 0.8], [-1, 0, 1, -0.6], [0.6, 0.8, -0.6, 1]])
     assert np.allclose(ch.cosine_similarity_matrix(E), expected)
     assert np.array_equal(ch.cosine_similarity_matrix(np.eye(3)), np.eye(3))
+
+
+@pytest.mark.parametrize("shift", [(6, 1), (1, 6), (0, 6), (6, 0), (-1, 1), (0, 0)])
+def test_axis_grid_shift_error_rejects_shifts_off_the_grid(shift) -> None:
+    codes = np.random.default_rng(5).normal(size=(6, 3))  # a 6 x 6 grid
+    with pytest.raises(ValueError, match="shift must be a non-zero"):
+        ch.axis_grid_shift_error(codes, shift)

@@ -331,3 +331,10 @@ def test_rope_logit_terms_default_base_with_rectangular_weights(seed, half, delt
     assert terms["cos"] == pytest.approx(cos_part, abs=1e-9 * (1 + abs(cos_part)))
     with pytest.raises(ValueError, match="one length"):
         ch.rope_logit_terms(x_m, x_n, W_q, W_k[:-1], delta)
+
+
+def test_pairs_to_complex_needs_pairs_on_the_last_axis_only() -> None:
+    with pytest.raises(ValueError, match="positive even length"):
+        ch.pairs_to_complex(np.zeros((2, 0)))
+    empty_batch = ch.pairs_to_complex(np.zeros((0, 4)))  # no rows, but pairs: fine
+    assert empty_batch.shape == (0, 2) and np.iscomplexobj(empty_batch)

@@ -540,3 +540,11 @@ def test_zero_head_dim_is_rejected_and_an_empty_batch_is_not(rope) -> None:
     assert empty.shape == (0, 2, 3, 8)
     no_tokens = rope(torch.zeros(2, 2, 0, 8), torch.zeros(2, 0, dtype=torch.long))
     assert no_tokens.shape == (2, 2, 0, 8)
+
+
+@pytest.mark.parametrize("base", [0.5, 1.0, 1e-3])
+def test_check_rope_inputs_accepts_every_positive_base(base) -> None:
+    x = torch.zeros(1, 1, 3, 4)
+    ch.check_rope_inputs(x, torch.arange(3)[None], base)  # positive: no error
+    with pytest.raises(ValueError, match="finite positive"):
+        ch.check_rope_inputs(x, torch.arange(3)[None], -base)

@@ -379,3 +379,11 @@ def test_power_schedules_near_zero_and_moderate_offsets(alpha) -> None:
         expected = integrate.quad(lambda t: math.cos(delta * t**alpha), 0, 1, limit=400,
                                   epsabs=1e-13)[0]
         assert ch.decay_integral_power(delta, alpha) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["linear", "harmonic"])
+def test_schedules_at_zero_offset_are_one_without_a_floating_point_warning(kind):
+    with np.errstate(all="raise"):  # a 0/0 or log(0) inside would raise here
+        values = ch.decay_integral_schedule(np.array([0.0, 0.0, 3.0]), 100.0, kind)
+        assert ch.decay_integral_schedule(0.0, 100.0, kind) == 1.0
+    assert values[0] == values[1] == 1.0 and abs(values[2]) < 1.0
