@@ -244,3 +244,14 @@ def test_exercise_check_counts_every_passed_case(capsys) -> None:
     with pytest.raises(AssertionError, match="Exercise 0.0, case d"):
         check.holds("d", "x = 4", False, 4, 5)
     assert check.passed == 3
+
+
+def test_exercise_check_close_is_strict_by_default_and_names_the_wrong_row() -> None:
+    check = ch.ExerciseCheck("Exercise 0.0")
+    with pytest.raises(AssertionError):  # default atol 1e-9 (plus numpy's rtol 1e-5)
+        check.close("a", "x", [1e-7], [0.0])
+    check.close("a", "x", [1.0 + 1e-7], [1.0])  # within the relative tolerance
+    want = [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+    got = [[0.0, 0.0], [1.0, 1.0], [2.0, 2.5]]
+    with pytest.raises(AssertionError, match="row 2"):
+        check.close("b", "x", got, want)

@@ -454,3 +454,15 @@ def test_axis_grid_shift_error_rejects_shifts_off_the_grid(shift) -> None:
     codes = np.random.default_rng(5).normal(size=(6, 3))  # a 6 x 6 grid
     with pytest.raises(ValueError, match="shift must be a non-zero"):
         ch.axis_grid_shift_error(codes, shift)
+
+
+def test_binary_encoding_says_how_many_bits_are_needed() -> None:
+    with pytest.raises(ValueError, match=r"8 positions need bits >= 3"):
+        ch.binary_encoding(8, 2)  # positions 0..7: 7 = 0b111
+    with pytest.raises(ValueError, match=r"need bits >= 4"):
+        ch.binary_encoding(9, 3)  # 8 = 0b1000
+
+
+def test_axis_grid_shift_error_rejects_constant_codes() -> None:
+    with pytest.raises(ValueError, match="all target codes are equal"):
+        ch.axis_grid_shift_error(np.ones((6, 3)), (1, 0))
