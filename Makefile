@@ -1,7 +1,7 @@
 # `make book` builds the site (executing every notebook); `make test` runs every test;
 # `make check` is the one-minute loop while editing (sync, lint, unit tests; no build).
 # All create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book book-no-solutions test check lint unit setup sync student slides bench bench-rope determinism mutate clean
+.PHONY: book book-no-solutions test check lint unit setup sync student slides bench bench-rope determinism mutate portability clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -79,6 +79,12 @@ bench-rope: setup
 # build's (every random draw is seeded). Needs a build (`make book`).
 determinism: setup
 	$(PY) tools/bench.py --determinism
+
+# Do the tolerances hold on other CPUs? Every notebook standalone and the unit tests under
+# numeric environments this machine can imitate (tools/portability.py --list);
+# `make portability ENVS="sse42-1thread avx2-2threads"` runs a subset.
+portability: setup
+	$(PY) tools/portability.py $(foreach e,$(ENVS),--env $(e))
 
 # Do the unit tests catch realistic bugs? One mutant at a time in a temporary copy.
 mutate: setup

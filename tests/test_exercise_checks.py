@@ -59,6 +59,77 @@ def test_borrowed_value_error_is_refused() -> None:
         )
 
 
+def test_close_allows_the_rounding_of_the_less_precise_side() -> None:
+    check = CH1.ExerciseCheck("Exercise 0.0")
+    exact = np.linspace(-1.0, 1.0, 7) * 300.0 + 1 / 3  # not representable
+    answer32 = torch.tensor(exact, dtype=torch.float32)  # float32 rounding, |e| <= u
+    check.close("float32 answer", "x", answer32, exact)  # 16 u S with S = 300 allows it
+    with pytest.raises(AssertionError, match=r"precision mismatch"):
+        # a float64 answer that went through float32 somewhere: not float64-accurate
+        check.close("float64 answer", "x", answer32.double(), exact)
+    assert check.passed == 1
+
+
+def test_close_reports_the_first_entry_outside_and_the_tolerance() -> None:
+    check = CH1.ExerciseCheck("Exercise 0.0")
+    expected = np.arange(12.0).reshape(3, 4)
+    got = expected.copy()
+    got[1, 2] += 0.5
+    got[2, 3] -= 0.5
+    with pytest.raises(AssertionError) as info:
+        check.close("c", "x", got, expected)
+    message = str(info.value)
+    assert message.startswith("Exercise 0.0, case c: expected 6.0 at [1, 2], got 6.5")
+    assert "2 of 12 values differ" in message and "tolerance" in message
+    assert "11.0" not in message  # the rest of the answer is not shown
+    with pytest.raises(AssertionError, match=r"shape \(2,\)"):
+        check.close("c", "x", [1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+def test_close_names_a_known_mistake_first() -> None:
+    check = CH1.ExerciseCheck("Exercise 0.0")
+    with pytest.raises(AssertionError, match="looks like a sign error"):
+        check.close("c", "x", [1.0, -2.0], [1.0, 2.0], {"a sign error": [1.0, -2.0]})
+
+
+def test_same_shows_only_the_first_difference() -> None:
+    check = CH1.ExerciseCheck("Exercise 0.0")
+    check.same("c", "x", [3, 1, 2], [3, 1, 2])
+    with pytest.raises(AssertionError) as info:
+        check.same("c", "x", [3, 2, 1, 0], [3, 1, 2, 0])
+    message = str(info.value)
+    assert "expected 1 at position 1, got 2" in message
+    assert "[3, 1, 2, 0]" not in message
+    with pytest.raises(AssertionError, match="shape"):
+        check.same("c", "x", [1, 2], [1, 2, 3])
+    assert check.passed == 1
+
+
+def test_exercise_names_carry_their_number() -> None:
+    with pytest.raises(ValueError, match="Exercise N.k"):
+        CH1.ExerciseCheck("the softmax one")
+
+
+def test_rounding_helpers() -> None:
+    assert CH1.unit_roundoff(torch.float32) == 2.0**-24
+    assert CH1.unit_roundoff(torch.float64) == 2.0**-53
+    assert CH1.unit_roundoff(torch.bfloat16) == 2.0**-8
+    u = 2.0**-24
+    assert CH1.gamma(3, torch.float32) == pytest.approx(3 * u / (1 - 3 * u))
+    for bad in (0, -1, 2.0, True, 2**25):
+        with pytest.raises(ValueError, match="positive integer"):
+            CH1.gamma(bad, torch.float32)
+    with pytest.raises(ValueError, match="floating dtype"):
+        CH1.unit_roundoff(torch.int64)
+    CH1.assert_within([1.0, 2.0], [1.0, 2.5], [0.0, 0.5], "ok")
+    with pytest.raises(AssertionError, match=r"at index \(1,\) \(1 of 2 entries"):
+        CH1.assert_within([1.0, 2.0], [1.0, 2.5], 0.4, "gap")
+    with pytest.raises(AssertionError, match="gap"):
+        CH1.assert_within([float("nan")], [1.0], 1.0, "gap")
+    with pytest.raises(ValueError, match="shapes differ"):
+        CH1.assert_within([1.0], [1.0, 2.0], 1.0, "gap")
+
+
 # --------------------------------------------------------------------------- Chapter 1
 
 

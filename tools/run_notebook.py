@@ -13,6 +13,7 @@ Tests and tools/bench.py use ``execute_standalone`` and ``execute_notebook``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -84,9 +85,35 @@ def execute_standalone(
     return result
 
 
+def report(result: RunResult) -> dict:
+    """A notebook run as JSON: its time, and each error or stderr with its cell."""
+    cells = result.notebook.cells
+
+    def where(index: int) -> str:
+        cell_id = cells[index].get("id", "")
+        return f"cell {index}" + (f" ({cell_id})" if cell_id else "")
+
+    return {
+        "notebook": result.path.name,
+        "seconds": result.seconds,
+        "errors": [
+            f"{where(index)}: {message}"
+            for (index, _, _), message in zip(result.errors, result.messages)
+        ],
+        "stderr": [
+            f"{where(index)}: stderr {text[:200]!r}" for index, text in result.stderr
+        ],
+    }
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help="also write each notebook's time, errors and stderr to this file",
+    )
     parser.add_argument(
         "--plain",
         action="store_true",
@@ -94,8 +121,10 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     status = 0
+    reports = []
     for path in args.notebooks:
         result = execute_standalone(path, allow_errors=True, plain=args.plain)
+        reports.append(report(result))
         print(f"{result.path.name}: {result.seconds:.1f} s")
         for (index, _, _), message in zip(result.errors, result.messages):
             print(f"  error in cell {index}: {message[:160]}")
@@ -103,6 +132,8 @@ def main(argv: list[str]) -> int:
         for index, text in result.stderr:
             print(f"  stderr in cell {index}: {text[:300]!r}")
             status = 1
+    if args.json:
+        args.json.write_text(json.dumps(reports, indent=1))
     return status
 
 
