@@ -17,6 +17,7 @@ from scipy.special import sici
 
 from helpers import fails, passes
 from nbload import chapter
+from nbtools import NOTEBOOKS, read
 
 CH1 = chapter("01_attention_cant_see_order")
 CH2 = chapter("02_first_attempts")
@@ -586,6 +587,10 @@ def test_ex_6_2(capsys) -> None:
         "n_heads = 4, head_dim = 8, to = 'halves'",
     )
     fails(check, lambda W, h, d, to: convert(W, 1, h * d, to), "whole matrix")
+    # the failure shows the first differing entry, not the expected row order
+    message = fails(check, lambda W, h, d, to: convert(W, h, d, to) * 0 + 1,
+                    "at [0, 0]")
+    assert "row order" not in message and "[0, 2, 4, 6" not in message
 
     def odd_first(W, h, d, to):
         convert(W, h, d, to)
@@ -656,8 +661,16 @@ def next_positions(mask, new):
 
 
 def test_ex_6_5(capsys) -> None:
-    passes(CH6.check_next_position_ids, next_positions, 4, capsys)
+    passes(CH6.check_next_position_ids, next_positions, 7, capsys)
     check = CH6.check_next_position_ids
+    # float position ids have the right values but cannot index a cache
+    fails(check, lambda m, n: next_positions(m, n).float(), "integer positions",
+          "float32")
+    fails(check, lambda m, n: next_positions(m, n).double(), "integer positions",
+          "float64")
+    # the first differing position is shown
+    fails(check, lambda m, n: next_positions(m, n) + (torch.arange(n) > 0),
+          "at position 1", "the values before this position are right")
     fails(
         check,
         lambda m, n: m.shape[1] + torch.arange(n).expand(m.shape[0], n),
@@ -694,7 +707,13 @@ def first_zero(d, base=10000.0):
 
 
 def test_ex_7_2(capsys) -> None:
-    passes(CH7.check_first_zero_finite_sum, first_zero, 12, capsys)
+    passes(CH7.check_first_zero_finite_sum, first_zero, 4, capsys)
+    # a correct answer in float32 passes too, and one computed with a coarser bracket
+    passes(CH7.check_first_zero_finite_sum,
+           lambda d, base=1e4: np.float32(first_zero(d, base)), 4, capsys)
+    passes(CH7.check_first_zero_finite_sum,
+           lambda d, base=1e4: torch.tensor(first_zero(d, base), dtype=torch.float64),
+           4, capsys)
     check = CH7.check_first_zero_finite_sum
     fails(
         check,
@@ -711,7 +730,8 @@ def test_ex_7_2(capsys) -> None:
         lambda d, base=1e4: 3 * np.pi / 2 if d == 2 else first_zero(d, base),
         "not the first",
     )
-    fails(check, lambda d, base=1e4: first_zero(d, base) + 1e-3, "expected a zero in")
+    fails(check, lambda d, base=1e4: first_zero(d, base) + 1e-3,
+          "|difference| 1.00e-03", "d = 2, base = 10000")
     assert x0 > 0.6
 
 
@@ -730,6 +750,8 @@ def base_for_context(L):
 
 def test_ex_7_3(capsys) -> None:
     passes(CH7.check_base_for_context, base_for_context, 4, capsys)
+    passes(CH7.check_base_for_context, lambda L: np.float32(base_for_context(L)), 4,
+           capsys)
     check = CH7.check_base_for_context
     x0 = brentq(lambda x: sici(x)[1], 0.3, 1.0)
     fails(check, lambda L: L / x0, "approximation L / x0", "L = 100")
@@ -737,3 +759,33 @@ def test_ex_7_3(capsys) -> None:
     fails(check, lambda L: float(L), "base equals L")
     fails(check, lambda L: L * x0, "times x0")
     fails(check, lambda L: base_for_context(max(L, 10)), "L = 0", "got no error")
+
+
+# --------------------------------------------------- checks hold values, not solutions
+
+
+def check_source(stem: str, name: str) -> str:
+    """The source of one check function, as the notebook (and the student edition) shows
+    it."""
+    for cell in read(NOTEBOOKS / f"{stem}.ipynb").cells:
+        if f"def {name}(" in cell.source:
+            text = cell.source[cell.source.index(f"def {name}("):]
+            end = text.find("\ndef ", 1)
+            return text if end < 0 else text[:end]
+    raise LookupError(name)
+
+
+@pytest.mark.parametrize("stem, name, forbidden", [
+    ("06_rope_in_code", "check_convert_qk_weight",
+     ("permute_head_rows(W", "interleaved_to_halves_perm(8)")),
+    ("06_rope_in_code", "check_next_position_ids",
+     ("position_ids_from_mask", "cumsum")),
+    ("07_long_range_decay", "check_first_zero_finite_sum", ("brentq(",)),
+    ("07_long_range_decay", "check_base_for_context",
+     ("brentq(", "first_zero_integral(b) -")),
+])
+def test_chapter_6_and_7_checks_hold_expected_values(stem, name, forbidden) -> None:
+    """The student edition shows the check's source: it must not compute the answer."""
+    source = check_source(stem, name)
+    for text in forbidden:
+        assert text not in source, f"{name} computes the answer with {text!r}"
