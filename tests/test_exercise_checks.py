@@ -358,8 +358,26 @@ def relative_part(H):
     return out
 
 
+def relative_part_loops(H):
+    H = np.asarray(H, dtype=np.float32)  # a float32 answer, written with loops
+    if len(H) % 2:
+        raise ValueError("H must have an even size")
+    out = np.zeros_like(H)
+    for i in range(0, len(H), 2):
+        z = complex((H[i, i] + H[i + 1, i + 1]) / 2, (H[i + 1, i] - H[i, i + 1]) / 2)
+        out[i : i + 2, i : i + 2] = [[z.real, -z.imag], [z.imag, z.real]]
+    return out
+
+
 def test_ex_3_2(capsys) -> None:
     passes(CH3.check_relative_part, relative_part, 4, capsys)
+    passes(CH3.check_relative_part, relative_part_loops, 4, capsys)
+    passes(
+        CH3.check_relative_part,
+        lambda H: torch.as_tensor(relative_part(H), dtype=torch.float32),
+        4,
+        capsys,
+    )
     check = CH3.check_relative_part
     fails(check, lambda H: relative_part(np.asarray(H).T), "wrong sign", "H =")
     fails(check, lambda H: 2 * relative_part(H), "factor 1/2")
@@ -383,8 +401,16 @@ def layout(d):
 
 def test_ex_3_3(capsys) -> None:
     passes(CH3.check_layout_permutation, layout, 9, capsys)
+    passes(CH3.check_layout_permutation, lambda d: list(layout(d)), 9, capsys)
     check = CH3.check_layout_permutation
-    fails(check, lambda d: np.argsort(layout(d)), "inverse permutation", "d = 10")
+    inverse = lambda d: np.argsort(layout(d))  # noqa: E731
+    message = fails(check, inverse, "inverse permutation", "d = 10")
+    # the expected permutation itself is never shown, only its first differing entry
+    assert "2, 4, 6, 8, 1" not in message and "at position 1" in message
+    reversed_message = fails(check, lambda d: layout(d)[::-1], "position 0", "d = 2")
+    assert "[0, 1]" not in reversed_message
+    wrong_large = lambda d: layout(d) if d < 100 else np.roll(layout(d), 1)  # noqa: E731
+    fails(check, wrong_large, "d = 128", "column 0 differs")
     fails(
         check,
         lambda d: np.concatenate([np.arange(1, d, 2), np.arange(0, d, 2)]),
@@ -403,14 +429,28 @@ def test_ex_3_3(capsys) -> None:
 # --------------------------------------------------------------------------- Chapter 4
 
 
-def shift(pe, k, base=10000.0, direction=1.0, exponent=None):
+def shift(pe, delta, base=10000.0, direction=1.0, exponent=None):
     pe = np.asarray(pe, dtype=float)
     d = pe.shape[-1]
     if d % 2:
         raise ValueError(f"the last dimension must be even, got {d}")
     theta = base ** (-(np.arange(0, d, 2) / d if exponent is None else exponent(d)))
-    c, s = np.cos(k * theta), direction * np.sin(k * theta)
+    c, s = np.cos(delta * theta), direction * np.sin(delta * theta)
     out = np.empty_like(pe)
+    out[..., 0::2] = c * pe[..., 0::2] + s * pe[..., 1::2]
+    out[..., 1::2] = c * pe[..., 1::2] - s * pe[..., 0::2]
+    return out
+
+
+def shift32(pe, delta, base=10000.0):
+    """A correct answer computed in float32 with torch."""
+    pe = torch.as_tensor(np.asarray(pe), dtype=torch.float32)
+    d = pe.shape[-1]
+    if d % 2:
+        raise ValueError(f"the last dimension must be even, got {d}")
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    c, s = torch.cos(delta * theta), torch.sin(delta * theta)
+    out = torch.empty_like(pe)
     out[..., 0::2] = c * pe[..., 0::2] + s * pe[..., 1::2]
     out[..., 1::2] = c * pe[..., 1::2] - s * pe[..., 0::2]
     return out
@@ -418,38 +458,41 @@ def shift(pe, k, base=10000.0, direction=1.0, exponent=None):
 
 def test_ex_4_2(capsys) -> None:
     passes(CH4.check_shift_encoding, shift, 11, capsys)
+    passes(CH4.check_shift_encoding, shift32, 11, capsys)
     check = CH4.check_shift_encoding
     fails(
         check,
-        lambda pe, k, base=1e4: shift(pe, k, base, -1.0),
+        lambda pe, delta, base=1e4: shift(pe, delta, base, -1.0),
         "wrong way",
-        "d = 8, k = 3",
+        "d = 8, delta = 3",
         "first row",
     )
     fails(
         check,
-        lambda pe, k, base=1e4: shift(
-            pe, k, base, exponent=lambda d: np.arange(d // 2) / d
+        lambda pe, delta, base=1e4: shift(
+            pe, delta, base, exponent=lambda d: np.arange(d // 2) / d
         ),
         "i/d instead of 2i/d",
     )
     fails(
         check,
-        lambda pe, k, base=1e4: shift(pe, k),
+        lambda pe, delta, base=1e4: shift(pe, delta),
         "base argument is ignored",
         "base = 100",
     )
-    fails(check, lambda pe, k, base=1e4: np.array(pe, dtype=float), "input comes back")
+    fails(
+        check, lambda pe, delta, base=1e4: np.array(pe, dtype=float), "input comes back"
+    )
 
-    def in_place(pe, k, base=1e4):
-        pe[...] = shift(pe, k, base)
+    def in_place(pe, delta, base=1e4):
+        pe[...] = shift(pe, delta, base)
         return pe
 
     fails(check, in_place, "modified in place")
 
-    def no_validation(pe, k, base=1e4):
+    def no_validation(pe, delta, base=1e4):
         pe = np.asarray(pe, dtype=float)
-        return pe if pe.shape[-1] % 2 else shift(pe, k, base)
+        return pe if pe.shape[-1] % 2 else shift(pe, delta, base)
 
     fails(check, no_validation, "odd width 7", "got no error")
 
@@ -462,6 +505,13 @@ def gram(T, d, base=10000.0):
 
 def test_ex_4_3(capsys) -> None:
     passes(CH4.check_offset_gram, gram, 5, capsys)
+    passes(
+        CH4.check_offset_gram,
+        lambda T, d, base=1e4: torch.tensor(gram(T, d, base), dtype=torch.float64)
+        .float(),  # a float32 answer
+        5,
+        capsys,
+    )
     check = CH4.check_offset_gram
     fails(
         check,
@@ -514,8 +564,25 @@ def scores(Q, K, base=10000.0):
     return q @ k.T
 
 
+def scores32(Q, K, base=10000.0):
+    """A correct answer from the offsets alone, in float32 with torch."""
+    Q = torch.as_tensor(Q, dtype=torch.float32)
+    K = torch.as_tensor(K, dtype=torch.float32)
+    if Q.shape[1] % 2:
+        raise ValueError("d must be even")
+    T, d = Q.shape
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    delta = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).float()
+    q0, q1, k0, k1 = Q[:, 0::2], Q[:, 1::2], K[:, 0::2], K[:, 1::2]
+    dot = q0[:, None] * k0[None] + q1[:, None] * k1[None]
+    cross = q1[:, None] * k0[None] - q0[:, None] * k1[None]
+    angle = delta[..., None] * theta
+    return (torch.cos(angle) * dot - torch.sin(angle) * cross).sum(-1)
+
+
 def test_ex_5_3(capsys) -> None:
     passes(CH5.check_rope_scores, scores, 4, capsys)
+    passes(CH5.check_rope_scores, scores32, 4, capsys)
     check = CH5.check_rope_scores
 
     def reversed_offsets(Q, K, base=1e4):
