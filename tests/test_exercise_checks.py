@@ -38,6 +38,31 @@ def test_feedback_helper_shows_and_recognises() -> None:
     assert CH1.recognise([3.0, 4.0], mistakes, 0.0) == "b"
     assert CH1.recognise([3.0, 5.0], mistakes, 0.0) == ""
     assert CH1.recognise([3.0], mistakes, 0.0) == ""
+    # a mistake recognised from the answer's structure is a bool
+    structural = {"not this one": False, "this one": np.bool_(True), "b": [3.0, 4.0]}
+    assert CH1.recognise([3.0, 4.0], structural, 0.0) == "this one"
+    assert CH1.recognise([9.0], {"no": False}, 0.0) == ""
+
+
+def test_close_shows_enough_digits_to_tell_expected_from_got() -> None:
+    assert CH1.shown_apart(0.5, 0.25) == ("0.5", "0.25")
+    assert CH1.shown_apart(1.0, 1.0 + 1e-7) == ("1.0", "1.0000001")
+    assert CH1.shown_apart(0.5403023058681398, 0.5403023) == ("0.54030231", "0.5403023")
+    assert CH1.shown_apart(1e-20, 1.00001e-20) == ("1.0e-20", "1.00001e-20")
+    assert CH1.shown_apart("a", "b") == ("a", "b")
+    check = CH1.ExerciseCheck("Exercise 0.0")
+    with pytest.raises(AssertionError) as info:
+        check.close("c", "x", np.float32([0.0, 1.0 + 2**-18]), [0.0, 1.0])  # 64 u off
+    assert "expected 1.0 at [1], got 1.000004" in str(info.value)
+
+
+def test_close_names_the_entry_with_where() -> None:
+    check = CH1.ExerciseCheck("Exercise 0.0")
+    rows, columns = [0, 7], [3, 5]
+    with pytest.raises(AssertionError) as info:
+        check.close("c", "x", [[0.0, 0.0], [0.0, 0.5]], np.zeros((2, 2)),
+                    where=lambda i: f"PE({rows[i[0]]})[{columns[i[1]]}]")
+    assert "expected 0.0 at PE(7)[5], got 0.5" in str(info.value)
 
 
 def test_borrowed_value_error_is_refused() -> None:
@@ -133,42 +158,52 @@ def test_rounding_helpers() -> None:
 # --------------------------------------------------------------------------- Chapter 1
 
 
-def causal(T, a, b):
-    low, high = sorted((a, b))
-    return [True] * T if a == b else [m < low or m > high for m in range(T)]
+def causal(T, m1, m2):
+    low, high = sorted((m1, m2))
+    return [True] * T if m1 == m2 else [m < low or m > high for m in range(T)]
+
+
+def causal_loop(T, m1, m2):  # written differently: a loop and numpy booleans
+    out = np.ones(T, dtype=bool)
+    for m in range(min(m1, m2), max(m1, m2) + 1):
+        out[m] = m1 == m2
+    return out
 
 
 def test_ex_1_3(capsys) -> None:
     passes(CH1.check_unchanged_causal_outputs, causal, 5, capsys)
+    passes(CH1.check_unchanged_causal_outputs, causal_loop, 5, capsys)
     check = CH1.check_unchanged_causal_outputs
-    fails(
+    message = fails(
         check,
-        lambda T, a, b: [m not in (a, b) for m in range(T)],
+        lambda T, m1, m2: [m not in (m1, m2) for m in range(T)],
         "without a mask",
-        "T = 6, a = 1, b = 4",
+        "T = 6, m1 = 1, m2 = 4",
+        "expected: False at position 2",
     )
+    assert "[True, False, False, False, False, True]" not in message  # not the answer
     fails(
         check,
-        lambda T, a, b: [m <= min(a, b) or m >= max(a, b) for m in range(T)],
+        lambda T, m1, m2: [m <= min(m1, m2) or m >= max(m1, m2) for m in range(T)],
         "off-by-one",
     )
     fails(
         check,
-        lambda T, a, b: [m < min(a, b) or a == b for m in range(T)],
+        lambda T, m1, m2: [m < min(m1, m2) or m1 == m2 for m in range(T)],
         "after the swap are marked as moved",
     )
     fails(
         check,
-        lambda T, a, b: [m < a or m > b for m in range(T)],
-        "a > b is not handled",
-        "T = 5, a = 3, b = 1",
+        lambda T, m1, m2: [m < m1 or m > m2 for m in range(T)],
+        "m1 > m2 is not handled",
+        "T = 5, m1 = 3, m2 = 1",
     )
     fails(
         check,
-        lambda T, a, b: [m < min(a, b) or m > max(a, b) for m in range(T)],
-        "a = b is not handled",
+        lambda T, m1, m2: [m < min(m1, m2) or m > max(m1, m2) for m in range(T)],
+        "m1 = m2 is not handled",
     )
-    fails(check, lambda T, a, b: [True] * (T + 1), "expected")
+    fails(check, lambda T, m1, m2: [True] * (T + 1), "expected shape (6,)")
 
 
 def pool(hidden, mask):
@@ -176,8 +211,14 @@ def pool(hidden, mask):
     return (hidden * weights).sum(1) / weights.sum(1)
 
 
+def pool_loop(hidden, mask):  # float64 and a loop: also correct
+    rows = [hidden[b][mask[b].bool()].double().mean(dim=0) for b in range(len(hidden))]
+    return torch.stack(rows)
+
+
 def test_ex_1_4(capsys) -> None:
     passes(CH1.check_masked_mean_pool, pool, 4, capsys)
+    passes(CH1.check_masked_mean_pool, pool_loop, 4, capsys)
     check = CH1.check_masked_mean_pool
     fails(check, lambda h, m: h.mean(dim=1), "plain mean", "mask row [1, 1, 0, 0, 0]")
     fails(
@@ -186,6 +227,9 @@ def test_ex_1_4(capsys) -> None:
         "divided by the padded",
     )
     fails(check, lambda h, m: pool(h, m)[:2], "shape")
+    message = fails(check, lambda h, m: pool(h, m) + 0.5,
+                    "expected 3.0 at [0], got 3.5", "none of the usual mistakes")
+    assert "[3.0, 4.0]" not in message  # only the first differing entry is shown
 
 
 # --------------------------------------------------------------------------- Chapter 2
