@@ -120,6 +120,8 @@ def test_close_names_a_known_mistake_first() -> None:
 def test_same_shows_only_the_first_difference() -> None:
     check = CH1.ExerciseCheck("Exercise 0.0")
     check.same("c", "x", [3, 1, 2], [3, 1, 2])
+    with pytest.raises(AssertionError, match=r"expected 5 at \[1, 0\], got 4"):
+        check.same("c", "x", [[1, 2], [4, 6]], [[1, 2], [5, 6]])
     with pytest.raises(AssertionError) as info:
         check.same("c", "x", [3, 2, 1, 0], [3, 1, 2, 0])
     message = str(info.value)
@@ -248,6 +250,8 @@ def square(n, b, shift=0.5, sign=-1.0, period=1.0):
 
 def test_ex_2_2(capsys) -> None:
     passes(CH2.check_square_wave_bits, square, 4, capsys)
+    float32_bits = lambda n, b: torch.tensor(square(n, b)).float()  # noqa: E731
+    passes(CH2.check_square_wave_bits, float32_bits, 4, capsys)
     check = CH2.check_square_wave_bits
     fails(
         check,
@@ -259,6 +263,8 @@ def test_ex_2_2(capsys) -> None:
     fails(check, lambda n, b: square(n, b)[:, ::-1], "most significant bit first")
     fails(check, lambda n, b: square(n, b, period=0.5), "period is 2^i")
     fails(check, lambda n, b: square(n, b)[:, :-1], "shape")
+    message = fails(check, lambda n, b: 1 - square(n, b), "expected: 0.0 at [0, 0]")
+    assert "[0.0, 1.0" not in message and "[[" not in message  # not the whole answer
 
 
 def gray(n, b):
@@ -268,10 +274,23 @@ def gray(n, b):
     return bits(n, b) * 0 + (((m ^ (m >> 1))[:, None] >> np.arange(b)) & 1)
 
 
+def gray_loop(n, b):  # written differently: integers, a loop, no xor formula
+    if n > 2**b:
+        raise ValueError(f"{n} positions need more than {b} bits")
+    out, code = np.zeros((n, b), dtype=int), [0] * b
+    for m in range(1, n):  # flip the bit a binary counter would carry into
+        code[(m & -m).bit_length() - 1] ^= 1
+        out[m] = code
+    return out
+
+
 def test_ex_2_3(capsys) -> None:
     passes(CH2.check_gray_code, gray, 5, capsys)
+    passes(CH2.check_gray_code, gray_loop, 5, capsys)
     check = CH2.check_gray_code
-    fails(check, lambda n, b: bits(n, b), "plain binary")
+    message = fails(check, lambda n, b: bits(n, b), "plain binary",
+                    "expected: 1 at [2, 0]\n  got: 0.0")
+    assert "m ^ (m >> 1)" not in message
     fails(check, lambda n, b: gray(n, b)[:, ::-1], "most significant bit first")
     fails(
         check,
@@ -315,8 +334,30 @@ def codes(T, d, base=10000.0, first=np.sin, second=np.cos, exponent=None, start=
     return out
 
 
+def codes32(T, d, base=10000.0):  # float32 throughout, in torch: a correct answer
+    if d % 2:
+        raise ValueError(f"d must be even, got {d}")
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(T, d)
+
+
+def codes_numpy32(T, d, base=10000.0):  # float32 in numpy, the exp-log form
+    if d % 2:
+        raise ValueError(f"d must be even, got {d}")
+    exponent = np.arange(0, d, 2, dtype=np.float32) * np.float32(-np.log(base) / d)
+    angles = np.arange(T, dtype=np.float32)[:, None] * np.exp(exponent)
+    out = np.empty((T, d), dtype=np.float32)
+    out[:, 0::2], out[:, 1::2] = np.sin(angles), np.cos(angles)
+    return out
+
+
 def test_ex_2_4(capsys) -> None:
-    passes(CH2.check_sinusoidal_codes, codes, 6, capsys)
+    passes(CH2.check_sinusoidal_codes, codes, 15, capsys)
+    passes(CH2.check_sinusoidal_codes, codes32, 15, capsys)
+    passes(CH2.check_sinusoidal_codes, codes_numpy32, 15, capsys)
+    passes(CH2.check_sinusoidal_codes, lambda T, d, base=1e4: torch.from_numpy(
+        codes(T, d, base)), 15, capsys)  # float64 tensors
     check = CH2.check_sinusoidal_codes
     fails(
         check,
@@ -358,6 +399,21 @@ def test_ex_2_4(capsys) -> None:
 
     fails(check, column_index, "column index j")
 
+    def doubled_index(T, d, base=1e4):  # frequencies indexed by column: b^(-2j/d)
+        angles = np.arange(T)[:, None] * base ** (-2 * np.arange(d) / d)
+        out = np.cos(angles)
+        out[:, 0::2] = np.sin(angles[:, 0::2])
+        return out
+
+    message = fails(check, doubled_index, "indexed by column", "T = 512, d = 64",
+                    "expected: 0.5403 at PE(1)[1]\n  got: 0.7318")
+    assert message.count("0.") < 12  # one entry, not the table
+
+    def through_float32(T, d, base=1e4):  # float64 values that went through float32
+        return codes32(T, d, base).double()
+
+    fails(check, through_float32, "precision mismatch", "T = 512, d = 64")
+
     def no_validation(T, d, base=1e4):
         theta = base ** (-np.arange(0, d, 2) / d)
         angles = np.arange(T)[:, None] * theta
@@ -385,6 +441,45 @@ def test_ex_2_4(capsys) -> None:
         return table
 
     fails(check, no_shift_map, "D2")
+
+
+HEADLINE = codes(512, 64)
+
+
+@pytest.mark.parametrize("name", ["table", "d=64", "base=10000", "T<=512", "d>=8"])
+def test_ex_2_4_refuses_hard_coded_answers(name) -> None:
+    """Answers that are right only for the sizes a learner tried first do not pass."""
+    def answer(T, d, base=1e4):
+        if d % 2:
+            raise ValueError(f"d must be even, got {d}")
+        if name == "table":  # the headline table, memorised
+            return HEADLINE if (T, d) == (512, 64) else np.zeros((T, d))
+        if name == "d=64":  # the width hard-coded in the exponent
+            angles = np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / 64)
+        elif name == "base=10000":  # a literal base
+            return codes(T, d)
+        elif name == "T<=512":  # a fixed table, cut to length
+            return codes(512, d, base)[:T]
+        else:  # a special case for tiny widths that is wrong
+            return codes(T, d, base) if d >= 8 else np.tile([0.0, 1.0], (T, d // 2))
+        out = np.empty((T, d))
+        out[:, 0::2], out[:, 1::2] = np.sin(angles), np.cos(angles)
+        return out
+
+    with pytest.raises(AssertionError, match="Exercise 2.4"):
+        CH2.check_sinusoidal_codes(answer)
+
+
+def test_ex_2_4_mistakes_are_named_from_the_structure_alone() -> None:
+    """The diagnosis reads layout and frequencies off the answer: no reference table."""
+    d, base = 10, 37.5
+    right = codes(9, d, base)
+    assert not any(CH2._sinusoidal_mistakes(right, d, base).values())
+    assert not any(CH2._sinusoidal_mistakes(codes32(9, d, base), d, base).values())
+    named = CH2._sinusoidal_mistakes(codes(9, d, base, np.cos, np.sin), d, base)
+    assert [k for k, v in named.items() if v] == [
+        "sin and cos are swapped (cos belongs in the odd columns)"]
+    assert CH2._sinusoidal_mistakes(right[:1], d, base) == {}  # one row: no frequencies
 
 
 # --------------------------------------------------------------------------- Chapter 3
