@@ -287,6 +287,7 @@ def gray_loop(n, b):  # written differently: integers, a loop, no xor formula
 def test_ex_2_3(capsys) -> None:
     passes(CH2.check_gray_code, gray, 5, capsys)
     passes(CH2.check_gray_code, gray_loop, 5, capsys)
+    passes(CH2.check_gray_code, lambda n, b: gray(n, b).astype(np.float32), 5, capsys)
     check = CH2.check_gray_code
     message = fails(check, lambda n, b: bits(n, b), "plain binary",
                     "expected: 1 at [2, 0]\n  got: 0.0")
