@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -276,3 +277,33 @@ def test_exercise_check_close_is_strict_by_default_and_names_the_wrong_entry() -
         check.close("b", "x", got, want)
     with pytest.raises(AssertionError, match=r"expected 2.0 at row 2, got 2.5"):
         check.close("b", "x", got, want, where=lambda index: f"row {index[0]}")
+
+
+def test_exercise_check_close_message_order_and_shape_mistakes() -> None:
+    check = ch.ExerciseCheck("Exercise 0.0")
+    with pytest.raises(AssertionError) as info:
+        check.close("the case", "the input", [0.0, 0.5], [0.0, 0.0])
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("Exercise 0.0, case the case: expected 0.0 at [1], got 0.5")
+    assert lines[1] == "  input: the input"
+    with pytest.raises(AssertionError, match="looks like an extra entry"):
+        check.close("c", "x", [1.0, 2.0, 3.0], [1.0, 2.0], {"an extra entry": [1.0, 2.0, 3.0]})
+
+
+def test_rounding_helpers_bounds_and_guards() -> None:
+    assert ch.unit_roundoff(torch.float32) == 2.0**-24
+    assert ch.gamma(2, torch.float64) == pytest.approx(2 * 2.0**-53)
+    for bad in (0, -1, 2.0, True, 2**24):  # 2**24 * 2**-24 = 1: no bound
+        with pytest.raises(ValueError, match="positive integer"):
+            ch.gamma(bad, torch.float32)
+    ch.assert_within([1.0, 2.0], [1.5, 2.0], 0.5, "a gap equal to its bound passes")
+    with pytest.raises(AssertionError, match=r"exceeds its bound 0.25 at index \(0,\)"):
+        ch.assert_within([1.0, 2.0], [1.5, 2.0], 0.25, "too far")
+
+
+def test_unit_roundoff_of_the_least_precise_value() -> None:
+    assert ch.unit_roundoff_of(np.float32([1.0])) == (2.0**-24, "float32")
+    assert ch.unit_roundoff_of(torch.ones(1, dtype=torch.bfloat16)) == (2.0**-8, "bfloat16")
+    assert ch.unit_roundoff_of(np.float16([1.0]), torch.ones(1)) == (2.0**-11, "float16")
+    assert ch.unit_roundoff_of([1.0], np.arange(3), torch.ones(1, dtype=torch.float64)) == (
+        2.0**-53, "float64")

@@ -545,3 +545,15 @@ def test_score_thresholds_and_the_d3_note() -> None:
 def test_error_note_hides_rounding_digits() -> None:
     assert ch._error_note(5.4e-15) == "error < 1e-6 (rounding)"
     assert ch._error_note(0.538) == "error 0.54" and ch._error_note(np.inf) == "no code"
+
+
+def test_the_exercise_samples_are_entries_of_the_sinusoidal_encoding() -> None:
+    """The literal expected values of Exercise 2.4's check, against numpy in float64."""
+    samples = ch._sinusoidal_samples()
+    assert sum(len(points) for points in samples.values()) == 54
+    for (T, d, base), points in samples.items():
+        for (m, j), value in points.items():
+            assert 0 <= m < T and 0 <= j < d
+            angle = m * base ** (-2 * (j // 2) / d)
+            assert value == pytest.approx(np.cos(angle) if j % 2 else np.sin(angle),
+                                          abs=1e-12)  # float64: angles < 600 round < 1e-13
