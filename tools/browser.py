@@ -94,6 +94,28 @@ def wait_for_math(page) -> None:
     )
 
 
+AXE_OPTIONS = {"resultTypes": ["violations"]}  # axe's default rules, violations only
+
+
+def axe_audit(page) -> list[dict]:
+    """Run axe-core (tools/vendor_assets.py) on a loaded page: its violations, each
+    with the rule id, impact, help text and the CSS targets of the offending nodes."""
+    from vendor_assets import axe_source
+
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(axe_source())
+    found = page.evaluate("(options) => axe.run(document, options)", AXE_OPTIONS)
+    return [
+        {
+            "id": v["id"],
+            "impact": v["impact"],
+            "help": v["help"],
+            "nodes": [" ".join(map(str, n["target"])) for n in v["nodes"]],
+        }
+        for v in found["violations"]
+    ]
+
+
 def screenshot(
     site: Path, page_path: str, out: Path, dark: bool = False, full: bool = True
 ) -> None:
