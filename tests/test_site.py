@@ -113,7 +113,8 @@ FIGURE_PROBE = r"""() => Array.from(
     text: text ? text.textContent.replace(/^Text alternative:\s*/, '').trim() : '',
     sliders: (layout.sliders || []).length,
     menus: (layout.updatemenus || []).length,
-    controls: controls.map((c) => ({id: c.id, tag: c.tagName.toLowerCase(),
+    controls: controls.map((c) => ({id: c.id || c.parentElement.id,
+      tag: c.tagName.toLowerCase(),
       type: c.type || '', name: named(c),
       tabbable: c.tabIndex >= 0 && !c.disabled && c.offsetParent !== null})),
     modebar: Array.from(gd.querySelectorAll('.modebar-btn')).map((b) => ({
@@ -138,7 +139,7 @@ def use_figure_controls(page, figure: dict) -> list[str]:
     problems = []
     for control in figure["controls"]:
         kind = "sliders" if control["type"] == "range" else "menus"
-        if control["tag"] == "button" or not control["id"]:
+        if control["tag"] == "button":  # a button group: clicked, not keyed
             continue
         index = int(control["id"].rsplit("-", 1)[1])
         before = page.evaluate(FIGURE_STATE, figure["id"])
@@ -602,16 +603,20 @@ def test_tab_reaches_a_figure_slider(reports, site: Path) -> None:
         page = chromium.new_page(viewport={"width": 1280, "height": 900})
         page.goto(base + path, wait_until="load")
         page.wait_for_load_state("networkidle")
-        found = False
-        for _ in range(2000):
-            page.keyboard.press("Tab")
-            if page.evaluate(
-                "() => { const e = document.activeElement; return !!e"
-                " && e.type === 'range' && !!e.closest('.plotly-keyboard'); }"
-            ):
-                found = True
+        page.evaluate(
+            "() => document.addEventListener('focusin', (event) => {"
+            " const e = event.target; if (e.type === 'range'"
+            " && e.closest('.plotly-keyboard')) window.__slider = e; })"
+        )
+        for _ in range(100):  # up to 2000 presses, 20 at a time
+            for _ in range(20):
+                page.keyboard.press("Tab")
+            if page.evaluate("() => !!window.__slider"):
                 break
-        assert found, f"{path}: Tab never reaches the figure's slider"
+        assert page.evaluate("() => !!window.__slider"), (
+            f"{path}: Tab never reaches the figure's slider"
+        )
+        page.evaluate("() => window.__slider.focus()")  # back to it, as Shift+Tab would
         before = page.evaluate("() => document.activeElement.value")
         page.keyboard.press("End" if before == "0" else "Home")
         assert page.evaluate("() => document.activeElement.value") != before

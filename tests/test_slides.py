@@ -187,7 +187,12 @@ PROBE = """() => {
     mathErrors: document.querySelectorAll('mjx-merror').length,
     rawTex: /\\$\\$/.test(document.querySelector('.slides').innerText),
     plotlyEmpty: Array.from(document.querySelectorAll('.plotly-graph-div'))
-      .filter(d => !d.querySelector('.main-svg')).length};
+      .filter(d => !d.querySelector('.main-svg')).length,
+    noKeyboard: Array.from(document.querySelectorAll('.plotly-graph-div'))
+      .filter(d => d.layout && ((d.layout.sliders || []).length
+                                || (d.layout.updatemenus || []).length))
+      .filter(d => !document.querySelector('#' + d.id + '-slider-0, #' + d.id
+                                           + '-menu-0')).length};
 }"""
 
 
@@ -233,6 +238,7 @@ def test_deck_in_browser(page: str, slides: Path, site: Path) -> None:
     assert probe["math"] > 0 and probe["mathErrors"] == 0 and not probe["rawTex"], \
         f"{page}: math not typeset ({probe})"
     assert probe["plotlyEmpty"] == 0, f"{page}: plotly figures not drawn"
+    assert probe["noKeyboard"] == 0, f"{page}: figure controls without keyboard ones"
     for s in found:
         where = f"{page} slide {s['k'] + 1} ({s['title']!r})"
         assert s["images"] == 0, f"{where}: an image did not load"

@@ -24,9 +24,9 @@
     return box.textContent.replace(/\s+/g, " ").trim();
   }
 
-  function sliderName(slider, k) {
+  function sliderName(slider, k, count) {
     var prefix = plain((slider.currentvalue || {}).prefix).replace(/[\s:=]+$/, "");
-    return prefix || plain(slider.name) || "Slider " + (k + 1);
+    return prefix || plain(slider.name) || (count > 1 ? "Slider " + (k + 1) : "Slider");
   }
 
   function stepText(slider, step) {
@@ -35,7 +35,7 @@
     return prefix ? prefix + " " + label : label;
   }
 
-  function addSlider(gd, box, slider, k) {
+  function addSlider(gd, box, slider, k, count) {
     var steps = slider.steps || [];
     if (!steps.length) return;
     var id = gd.id + "-slider-" + k;
@@ -43,7 +43,7 @@
     row.className = "plotly-keyboard__control";
     var label = document.createElement("label");
     label.htmlFor = id;
-    label.textContent = sliderName(slider, k);
+    label.textContent = sliderName(slider, k, count);
     var input = document.createElement("input");
     input.type = "range";
     input.id = id;
@@ -86,8 +86,8 @@
     return plain(button.label) || "Option " + (j + 1);
   }
 
-  function menuName(menu, k) {
-    return plain(menu.name) || "View " + (k + 1);
+  function menuName(menu, k, count) {
+    return plain(menu.name) || (count > 1 ? "View " + (k + 1) : "View");
   }
 
   function choose(gd, menu, k, j) {
@@ -99,15 +99,16 @@
     });
   }
 
-  function addMenu(gd, box, menu, k) {
+  function addMenu(gd, box, menu, k, count) {
     var buttons = menu.buttons || [];
     if (!buttons.length) return;
     var row = document.createElement("div");
     row.className = "plotly-keyboard__control";
     var id = gd.id + "-menu-" + k;
     if (menu.type === "buttons") {
+      row.id = id;
       row.setAttribute("role", "group");
-      row.setAttribute("aria-label", menuName(menu, k));
+      row.setAttribute("aria-label", menuName(menu, k, count));
       var all = buttons.map(function (button, j) {
         var element = document.createElement("button");
         element.type = "button";
@@ -125,7 +126,7 @@
     } else {
       var label = document.createElement("label");
       label.htmlFor = id;
-      label.textContent = menuName(menu, k);
+      label.textContent = menuName(menu, k, count);
       var select = document.createElement("select");
       select.id = id;
       buttons.forEach(function (button, j) {
@@ -161,8 +162,10 @@
     box.className = "plotly-keyboard";
     box.setAttribute("role", "group");
     box.setAttribute("aria-label", "Figure controls");
-    sliders.forEach(function (slider, k) { addSlider(gd, box, slider, k); });
-    menus.forEach(function (menu, k) { addMenu(gd, box, menu, k); });
+    sliders.forEach(function (slider, k) {
+      addSlider(gd, box, slider, k, sliders.length);
+    });
+    menus.forEach(function (menu, k) { addMenu(gd, box, menu, k, menus.length); });
     keepKeys(box);
     var wrapper = gd.parentElement || gd;
     wrapper.insertAdjacentElement("afterend", box);
