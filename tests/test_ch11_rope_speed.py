@@ -1,5 +1,5 @@
-"""Tests for Chapter 11, Part A, "As fast as the memory allows"
-(notebooks/11_rope_in_practice.ipynb).
+"""Tests for Chapter 11, "RoPE at speed"
+(notebooks/11_rope_at_speed.ipynb).
 
 Only the notebook's ``export`` cells are executed (tests/nbload.py). The reference is
 ``transformers``' own ``LlamaRotaryEmbedding`` and ``apply_rotary_pos_emb``; the
@@ -28,7 +28,7 @@ from transformers.models.llama.modeling_llama import (
 sys.path.insert(0, str(Path(__file__).parent))
 from nbload import chapter  # noqa: E402
 
-ch = chapter("11_rope_in_practice")
+ch = chapter("11_rope_at_speed")
 ch06 = chapter("06_rope_in_code")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -531,7 +531,7 @@ def test_bench_rope_smoke():
     assert sum("rope_qk_compiled" in line for line in lines) == 1
 
 
-# --- the check of Exercise 11.8 -----------------------------------------------------------
+# --- the check of Exercise 11.2 -----------------------------------------------------------
 
 
 def inplace_reference(x, cos, sin):
@@ -549,7 +549,7 @@ def check_fails(candidate, *needles):
     with pytest.raises(AssertionError) as info:
         ch.check_rope_inplace(candidate)
     message = str(info.value)
-    assert "input:" in message and "Exercise 11.8" in message, message
+    assert "input:" in message and "Exercise 11.2" in message, message
     for needle in needles:
         assert needle in message, message
 

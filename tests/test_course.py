@@ -162,7 +162,7 @@ def test_references_name_the_right_number(name: str) -> None:
 
 WORDS_PER_MINUTE = {
     1: 100, 2: 100, 3: 70, 4: 100, 5: 70, 6: 100, 7: 70, 8: 100, 9: 100, 10: 70,
-    11: 100,
+    11: 100, 12: 100,
 }
 
 

@@ -81,7 +81,7 @@ def quick_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
     if start is None or any(
         {SOLUTION_TAG, CHECK_TAG} & set(tags(c)) for c in nb.cells[:start]
     ):
-        return None  # exercises inside the text (Chapter 11's lab): run it whole
+        return None  # exercises inside the text (Chapter 12's lab): run it whole
     quick = nbformat.from_dict(nb)
     quick.cells = [
         c

@@ -5,7 +5,7 @@
     .venv/bin/python tools/bench_rope.py --shape 1 2 16 8 --repeats 1   # smoke test
 
 Runs the code of the chapter itself: the ``export`` cells of
-``notebooks/11_rope_in_practice.ipynb`` are executed as a module (as the tests load
+``notebooks/11_rope_at_speed.ipynb`` are executed as a module (as the tests load
 them), so the implementations, their checks against ``transformers`` and the timing
 harness are exactly the ones the book shows. Every implementation is verified against
 ``apply_rotary_pos_emb`` before it is timed. Prints the table (ratios to ``x.clone()``
@@ -27,12 +27,12 @@ import torch
 
 from nbtools import NOTEBOOKS, export_source
 
-CHAPTER = NOTEBOOKS / "11_rope_in_practice.ipynb"
+CHAPTER = NOTEBOOKS / "11_rope_at_speed.ipynb"
 
 
 def load_chapter() -> types.ModuleType:
     """Execute the chapter's export cells as a module (see tests/nbload.py)."""
-    module = types.ModuleType("chapter_11_rope_in_practice")
+    module = types.ModuleType("chapter_11_rope_at_speed")
     module.__file__ = str(CHAPTER)
     sys.modules[module.__name__] = module  # dataclasses look their module up by name
     code = compile(export_source(CHAPTER), f"{CHAPTER.name}[export]", "exec")

@@ -1,4 +1,4 @@
-"""Chapter 11, Part B (the debugging lab): the measuring functions against independent
+"""Chapter 12 (the debugging lab): the measuring functions against independent
 references (transformers, closed forms, hand-computed cases), their input validation,
 and the six station checks: an independent solution passes, and every typical mistake
 a check claims to recognise is fed in and named in the message."""
@@ -24,7 +24,7 @@ from helpers import fails, passes
 from nbload import chapter
 
 pytestmark = pytest.mark.unit
-CH = chapter("11_rope_in_practice")
+CH = chapter("12_debugging_rope")
 
 
 def hf_rope(x: torch.Tensor, position_ids: torch.Tensor, base: float = 1e4):
