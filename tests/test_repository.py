@@ -63,7 +63,7 @@ def test_ci_installs_the_debian_tools_the_tests_use() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     for package in ("chromium", "poppler-utils"):
         assert re.search(rf"apt-get install[^\n]*\b{package}\b", ci), package
-    assert "command -v pdftotext" in ci, ".ci/run must install poppler-utils when absent"
+    assert "command -v pdftotext" in ci, ".ci/run installs poppler-utils when absent"
 
 
 def test_toc_lists_every_notebook_and_only_existing_files() -> None:
