@@ -64,11 +64,13 @@ book-no-solutions: setup
 slides:
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
 
-# The printable edition of the last build (`make book` first): one PDF per chapter and
-# book.pdf in $(BUILD)/html/pdf/ (the site links them), printed by Chromium, then checked.
+# The printable edition of the last build (built first if there is none): one PDF per
+# chapter and book.pdf in $(BUILD)/html/pdf/ (the site links them), printed by Chromium,
+# then checked.
 pdf: setup
+	test -f $(BUILD)/html/index.html || $(MAKE) book
 	$(PY) tools/make_pdf.py --site $(BUILD)/html
-	BOOK_PDF_ALL=1 $(PY) -m pytest -q tests/test_pdf.py
+	BOOK_PDF_ALL=1 BOOK_BUILD_DIR=$(abspath $(BUILD)) $(PY) -m pytest -q tests/test_pdf.py
 
 student: setup
 	$(PY) tools/make_student.py student
