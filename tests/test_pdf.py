@@ -1,7 +1,7 @@
 """The printable edition (tools/make_pdf.py): PDFs printed from the built site.
 
 Printing the whole book takes minutes, so `make test` prints a sample (the introduction
-and two chapters, and the book PDF of those three pages) into a temporary folder.
+and Chapter 1, and the book PDF of those two pages) into a temporary folder.
 `make pdf` prints everything into _build/html/pdf/ and then runs these tests on all of
 it (``BOOK_PDF_ALL=1``).
 
@@ -28,11 +28,7 @@ from make_pdf import BOOK_PDF, CHAPTER_DIR, book_pages, make_pdfs
 
 pytestmark = [pytest.mark.site, pytest.mark.browser]
 
-SAMPLE = [
-    "book/intro.html",
-    "notebooks/01_attention_cant_see_order.html",
-    "notebooks/03_deriving_sinusoidal.html",
-]
+SAMPLE = ["book/intro.html", "notebooks/01_attention_cant_see_order.html"]
 ALL = os.environ.get("BOOK_PDF_ALL") == "1"
 A4 = (595, 842)  # points, rounded
 

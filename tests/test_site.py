@@ -25,7 +25,7 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
 
-from browser import axe_audit, browser, serve, wait_for_math
+from browser import axe_results, browser, serve, start_axe, wait_for_math
 from nbtools import read
 from paths import BUILD, EXECUTED_NOTEBOOKS, ROOT
 
@@ -204,8 +204,17 @@ def site_pages(site: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def reports(site: Path) -> dict[str, PageReport]:
-    """Open every page once; record everything the tests below look at."""
+    """Open every page once; record everything the tests below look at.
+
+    axe-core's audit of a page runs in its renderer while the next page loads (two
+    pages open at a time): on two cores that hides most of its cost."""
     results: dict[str, PageReport] = {}
+    pending = None  # (report, context) whose axe audit is still running
+
+    def finish(report: PageReport, context) -> None:
+        report.axe = axe_results(context.pages[0])
+        context.close()
+
     with serve(site) as base, browser() as chromium:
         host = urlparse(base).netloc
         for rel in site_pages(site):
@@ -251,13 +260,16 @@ def reports(site: Path) -> dict[str, PageReport]:
             page.wait_for_timeout(200)
             report.dom = page.evaluate(DOM_PROBE)
             report.weight = transfer_sizes(responses)
-            report.axe = axe_audit(page)
             report.figures = page.evaluate(FIGURE_PROBE)
             for figure in report.figures:
                 report.keyboard += use_figure_controls(page, figure)
-            page.close()
-            context.close()
+            start_axe(page)
+            if pending:
+                finish(*pending)
+            pending = (report, context)
             results[rel] = report
+        if pending:
+            finish(*pending)
         results["__base__"] = base  # type: ignore[assignment]
     return results
 

@@ -60,7 +60,12 @@ TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 .reveal .slides .jp-OutputArea-output pre { font-size: 20px; line-height: 1.3; }
 /* WCAG contrast for the slide number (reveal.js draws white on 40 % black). */
 .reveal .slide-number { background-color: #222; color: #fff; }
-div.plotly-keyboard { display: flex; gap: 1.5rem; font-size: 18px; }
+/* A figure's keyboard controls (plotly-keyboard.js): shown at the foot of the slide
+   while one of them has the focus, taking no room otherwise. */
+.reveal div.plotly-keyboard { position: absolute; left: 0; bottom: 0; z-index: 10;
+  display: flex; gap: 1.5rem; font-size: 18px; padding: 4px 8px; background: #fff;
+  opacity: 0; }
+.reveal div.plotly-keyboard:focus-within { opacity: 1; }
 </style>
 {%- endblock html_head_js_mathjax -%}
 {% block footer_js %}
