@@ -1,7 +1,7 @@
 # `make book` builds the site (executing every notebook); `make test` runs every test;
 # `make check` is the one-minute loop while editing (sync, lint, unit tests; no build).
 # All create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book book-no-solutions test check lint unit setup sync student slides bench bench-rope determinism mutate portability clean
+.PHONY: book book-no-solutions test check lint unit setup sync student slides pdf bench bench-rope determinism mutate portability clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -63,6 +63,14 @@ book-no-solutions: setup
 # Slides again from the last build's executed notebooks (after editing slide metadata).
 slides:
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
+
+# The printable edition of the last build (built first if there is none): one PDF per
+# chapter and book.pdf in $(BUILD)/html/pdf/ (the site links them), printed by Chromium,
+# then checked.
+pdf: setup
+	test -f $(BUILD)/html/index.html || $(MAKE) book
+	$(PY) tools/make_pdf.py --site $(BUILD)/html
+	BOOK_PDF_ALL=1 BOOK_BUILD_DIR=$(abspath $(BUILD)) $(PY) -m pytest -q tests/test_pdf.py
 
 student: setup
 	$(PY) tools/make_student.py student

@@ -146,3 +146,55 @@ def test_links_reach_built_pages(site: Path) -> None:
     assert not missing, (
         f"links to pages or anchors the site does not have: {sorted(missing)}"
     )
+
+
+def figure_notebook() -> nbformat.NotebookNode:
+    """A chapter in miniature with figure cells (the convention of CONTRIBUTING.md)."""
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+
+    def figure(name: str | None, caption: str, alt: str) -> dict:
+        options = {"caption": caption} | ({"name": name} if name else {})
+        return {"mystnb": {"figure": options, "image": {"alt": alt}}}
+
+    return nbformat.v4.new_notebook(cells=[
+        md("# Demo\n\n<!-- colab-badge -->"),
+        md("As {numref}`fig-09-line` and {numref}`Plot %s <fig-09-plot>` show."),
+        code("plot_line()", metadata=figure("fig-09-line", "A line: see $x$.", "Line")),
+        code("plot_free()", metadata=figure(None, "Not numbered.", "Free")),
+        code("plot()", metadata=figure("fig-09-plot", "Interactive.", "Plot")),
+        code("no_figure()"),
+    ])
+
+
+def test_figures_are_numbered_and_captioned() -> None:
+    """{numref} becomes "Figure N.k", numbered by chapter and order of the named
+    captioned figure cells (as Sphinx numbers them); a caption cell follows each."""
+    nb = figure_notebook()
+    path = ROOT / "notebooks" / "09_demo.ipynb"
+    book = make_book({path: nb})
+    page = f"{book.site}notebooks/09_demo.html"
+    for student in (False, True):
+        cells = colab_edition(nb, path, book, student).cells
+        text = "\n\n".join(c.source for c in cells)
+        assert "{numref}" not in text
+        line, plot = f"({page}#fig-09-line)", f"({page}#fig-09-plot)"
+        assert f"As [Figure 9.1]{line} and [Plot 9.2]{plot} show." in text
+        sources = [c.source for c in cells]
+        after = {
+            s: sources[k + 1] for k, s in enumerate(sources) if s.startswith("plot")
+        }
+        assert after["plot_line()"] == "**Figure 9.1.** A line: see $x$."
+        assert after["plot_free()"] == "**Figure.** Not numbered."
+        assert after["plot()"] == "**Figure 9.2.** Interactive."
+        assert sources[sources.index("no_figure()") + 1:] == [], "no caption there"
+        ids = [c.id for c in cells]
+        assert len(ids) == len(set(ids)), "caption cells need their own ids"
+    nbformat.validate(colab_edition(nb, path, book))
+
+
+@pytest.mark.parametrize(
+    "path", EDITIONS, ids=lambda p: p.relative_to(COLAB).as_posix()
+)
+def test_no_numref_survives(path: Path) -> None:
+    text = "\n".join(c.source for c in read(path).cells if c.cell_type == "markdown")
+    assert "{numref}" not in text, f"{path.name}: a {{numref}} was not converted"

@@ -58,6 +58,14 @@ def test_readme_leads_with_the_two_commands() -> None:
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_ci_installs_the_debian_tools_the_tests_use() -> None:
+    """The browser tests drive Debian's chromium; the PDF test reads with poppler."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    for package in ("chromium", "poppler-utils"):
+        assert re.search(rf"apt-get install[^\n]*\b{package}\b", ci), package
+    assert "command -v pdftotext" in ci, ".ci/run installs poppler-utils when absent"
+
+
 def test_toc_lists_every_notebook_and_only_existing_files() -> None:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [toc["root"]] + [

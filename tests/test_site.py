@@ -1,13 +1,17 @@
 """The built site, served on 127.0.0.1 and read by Debian's Chromium, as a reader would
 read it.
 
-Every page must load with no console error, no page error and no failed request; no
-request may
-leave the machine; math must be typeset by the vendored MathJax; every image must have a
-size;
-interactive plotly figures must draw; notebook pages must offer Colab and download
-buttons;
-internal links must resolve; and no cell output may show a traceback or stderr.
+Every page must load with no console error, no page error, no failed request and no
+HTTP error (a 404 fails); no request may leave the machine; math must be typeset by the
+vendored MathJax; every image must have a size; interactive plotly figures must draw;
+notebook pages must offer Colab and download buttons; internal links must resolve; and
+no cell output may show a traceback or stderr.
+
+Accessibility: axe-core (tools/vendor_assets.py) audits every page and no serious or
+critical violation may remain (the counts by impact go to _build/axe-report.json);
+every figure is numbered and captioned, every interactive figure has a text
+alternative, and its sliders and menus have native controls that the keyboard reaches
+(Tab) and uses (arrow keys). Links to an exercise name it ("Exercise 4.2").
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
 
-from browser import browser, serve, wait_for_math
+from browser import axe_results, browser, serve, start_axe, wait_for_math
 from nbtools import read
 from paths import BUILD, EXECUTED_NOTEBOOKS, ROOT
 
@@ -41,6 +45,9 @@ class PageReport:
     external_requests: list[str] = field(default_factory=list)
     bad_status: list[str] = field(default_factory=list)
     dom: dict = field(default_factory=dict)
+    axe: list[dict] = field(default_factory=list)  # axe-core's violations
+    figures: list[dict] = field(default_factory=list)  # plotly figures and controls
+    keyboard: list[str] = field(default_factory=list)  # what the keyboard failed to do
     weight: dict[str, tuple[int, int]] = field(default_factory=dict)  # url: (raw, sent)
 
     @property
@@ -76,8 +83,95 @@ DOM_PROBE = """() => {
     links: q('a[href]').map(a => a.href),
     icons_drawn: q('svg.svg-inline--fa').length,
     icons_missing: q('i[class*="fa-"]').map(i => i.className),
+    figures: q('article .cell_output img, article .plotly-graph-div').map((e) => {
+      const figure = e.closest('figure');
+      const part = (s) => (figure && figure.querySelector(s)
+        ? figure.querySelector(s).textContent.trim() : '');
+      return {what: e.tagName === 'IMG' ? 'image ' + (e.getAttribute('src') || '')
+                .slice(-40) : 'interactive figure ' + e.id,
+              number: part('.caption-number'), caption: part('.caption-text')};
+    }),
+    exercise_links: q('a[href]').filter((a) => /^exercises?$/i.test(
+      a.textContent.replace(/\\s+/g, ' ').trim())).map((a) => a.getAttribute('href')),
   };
 }"""
+
+# Each plotly figure: its text alternative, its sliders and menus, the native controls
+# book/assets/plotly-keyboard.js added, and the modebar's buttons.
+FIGURE_PROBE = r"""() => Array.from(
+  document.querySelectorAll('.plotly-graph-div')).map((gd) => {
+  const layout = gd.layout || {};
+  const text = document.getElementById(gd.getAttribute('aria-describedby') || '');
+  const box = (gd.parentElement || gd).nextElementSibling;
+  const controls = box && box.classList.contains('plotly-keyboard')
+    ? Array.from(box.querySelectorAll('input, select, button')) : [];
+  const named = (c) => ((c.labels && c.labels.length ? c.labels[0].textContent : '')
+    || c.getAttribute('aria-label') || (c.tagName === 'BUTTON' ? c.textContent : ''))
+    .trim();
+  return {
+    id: gd.id,
+    text: text ? text.textContent.replace(/^Text alternative:\s*/, '').trim() : '',
+    sliders: (layout.sliders || []).length,
+    menus: (layout.updatemenus || []).length,
+    controls: controls.map((c) => ({id: c.id || c.parentElement.id,
+      tag: c.tagName.toLowerCase(),
+      type: c.type || '', name: named(c),
+      tabbable: c.tabIndex >= 0 && !c.disabled && c.offsetParent !== null})),
+    modebar: Array.from(gd.querySelectorAll('.modebar-btn')).map((b) => ({
+      tag: b.tagName.toLowerCase(), tabbable: b.tabIndex >= 0,
+      name: (b.getAttribute('aria-label') || b.getAttribute('data-title') || '')})),
+  };
+})"""
+
+# The state a control should change: the figure's data and its sliders' and menus'
+# active entries.
+FIGURE_STATE = """(id) => {
+  const gd = document.getElementById(id);
+  const layout = gd.layout || {};
+  return {data: JSON.stringify(gd.data),
+    sliders: (layout.sliders || []).map((s) => s.active || 0),
+    menus: (layout.updatemenus || []).map((m) => m.active || 0)};
+}"""
+
+
+def use_figure_controls(page, figure: dict) -> list[str]:
+    """Drive each native control of a figure with the keyboard; what did not work."""
+    problems = []
+    for control in figure["controls"]:
+        kind = "sliders" if control["type"] == "range" else "menus"
+        if control["tag"] == "button":  # a button group: clicked, not keyed
+            continue
+        index = int(control["id"].rsplit("-", 1)[1])
+        before = page.evaluate(FIGURE_STATE, figure["id"])
+        page.focus(f"#{control['id']}")
+        key = "ArrowRight" if kind == "sliders" else "ArrowDown"
+        if page.evaluate(
+            "(id) => { const c = document.getElementById(id);"
+            " return c.type === 'range' ? Number(c.value) === Number(c.max)"
+            " : c.selectedIndex === c.options.length - 1; }",
+            control["id"],
+        ):
+            key = "ArrowLeft" if kind == "sliders" else "ArrowUp"
+        page.keyboard.press(key)
+        try:
+            page.wait_for_function(
+                "([id, kind, k, old]) => {"
+                " const l = document.getElementById(id).layout;"
+                " const key = kind === 'sliders' ? 'sliders' : 'updatemenus';"
+                " return ((l[key] || [])[k] || {}).active !== undefined"
+                " && (l[key][k].active || 0) !== old; }",
+                arg=[figure["id"], kind, index, before[kind][index]],
+                timeout=10000,
+            )
+        except Exception:  # noqa: BLE001 - reported below
+            problems.append(f"{figure['id']}: {key} on {control['name']!r} did nothing")
+            continue
+        after = page.evaluate(FIGURE_STATE, figure["id"])
+        if after["data"] == before["data"] and kind == "sliders":
+            problems.append(
+                f"{figure['id']}: {control['name']!r} moved, the figure did not change"
+            )
+    return problems
 
 
 def transfer_sizes(responses) -> dict[str, tuple[int, int]]:
@@ -110,8 +204,17 @@ def site_pages(site: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def reports(site: Path) -> dict[str, PageReport]:
-    """Open every page once; record everything the tests below look at."""
+    """Open every page once; record everything the tests below look at.
+
+    axe-core's audit of a page runs in its renderer while the next page loads (two
+    pages open at a time): on two cores that hides most of its cost."""
     results: dict[str, PageReport] = {}
+    pending = None  # (report, context) whose axe audit is still running
+
+    def finish(report: PageReport, context) -> None:
+        report.axe = axe_results(context.pages[0])
+        context.close()
+
     with serve(site) as base, browser() as chromium:
         host = urlparse(base).netloc
         for rel in site_pages(site):
@@ -157,9 +260,16 @@ def reports(site: Path) -> dict[str, PageReport]:
             page.wait_for_timeout(200)
             report.dom = page.evaluate(DOM_PROBE)
             report.weight = transfer_sizes(responses)
-            page.close()
-            context.close()
+            report.figures = page.evaluate(FIGURE_PROBE)
+            for figure in report.figures:
+                report.keyboard += use_figure_controls(page, figure)
+            start_axe(page)
+            if pending:
+                finish(*pending)
+            pending = (report, context)
             results[rel] = report
+        if pending:
+            finish(*pending)
         results["__base__"] = base  # type: ignore[assignment]
     return results
 
@@ -188,11 +298,16 @@ def test_no_console_or_page_errors(reports) -> None:
 
 def test_no_failed_requests(reports) -> None:
     problems = {
-        r.path: r.failed_requests + r.bad_status
-        for r in pages_of(reports)
-        if r.failed_requests or r.bad_status
+        r.path: r.failed_requests for r in pages_of(reports) if r.failed_requests
     }
     assert not problems, f"pages with failed requests: {problems}"
+
+
+def test_no_http_errors(reports) -> None:
+    """Every response is a success: a 404 (a file the page asks for and the site lacks)
+    fails even when the browser logs no error for it."""
+    problems = {r.path: r.bad_status for r in pages_of(reports) if r.bad_status}
+    assert not problems, f"pages with HTTP errors (404: add the file): {problems}"
 
 
 def test_no_request_leaves_the_machine(reports) -> None:
@@ -270,15 +385,24 @@ def test_no_tracebacks_or_stderr_in_outputs(reports) -> None:
 
 
 def test_internal_links_resolve(reports, site: Path) -> None:
+    """Every link into the site reaches a file and anchor the build wrote. The PDFs
+    (pdf/) are written by `make pdf`, after `make book`: without them, their links
+    must at least name a chapter."""
     base = reports["__base__"]
     ids_cache: dict[Path, set[str]] = {}
     broken = []
+    stems = {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")} | {"book"}
     for r in pages_of(reports):
         for href in r.dom["links"]:
             if not href.startswith(base):
                 continue
             url, fragment = urldefrag(href)
             target = site / unquote(urlparse(url).path).lstrip("/")
+            pdf = target.relative_to(site).parts[0] == "pdf"
+            if pdf and not (site / "pdf").is_dir():
+                if target.suffix != ".pdf" or target.stem not in stems:
+                    broken.append(f"{r.path} -> {href} (no such PDF)")
+                continue
             if target.is_dir():
                 target = target / "index.html"
             if not target.exists():
@@ -393,4 +517,128 @@ def test_figures_use_only_traces_the_vendored_plotly_draws() -> None:
     assert not missing, (
         f"trace types the vendored plotly.js cannot draw: {missing}; "
         "vendor a bigger bundle in tools/vendor_assets.py"
+    )
+
+
+# ------------------------------------------------------------------ accessibility
+
+
+def test_accessibility_no_serious_violations(reports) -> None:
+    """axe-core's default rules on every page: no serious or critical violation.
+    Every violation, by impact, goes to _build/axe-report.json."""
+    table = {r.path: r.axe for r in sorted(pages_of(reports), key=lambda r: r.path)}
+    counts: dict[str, int] = {}
+    for violations in table.values():
+        for v in violations:
+            counts[v["impact"]] = counts.get(v["impact"], 0) + len(v["nodes"])
+    (BUILD / "axe-report.json").write_text(
+        json.dumps({"elements_by_impact": counts, "pages": table}, indent=1)
+    )
+    print(f"\naxe-core on {len(table)} pages, elements by impact: {counts}")
+    serious = {
+        path: [
+            f"{v['id']} ({v['impact']}): {v['help']}: {v['nodes'][:3]}"
+            for v in violations
+            if v["impact"] in ("serious", "critical")
+        ]
+        for path, violations in table.items()
+    }
+    serious = {k: v for k, v in serious.items() if v}
+    assert not serious, "axe-core violations:\n" + "\n".join(
+        f"{path}: {found}" for path, found in serious.items()
+    )
+
+
+def test_every_figure_is_numbered_and_captioned(reports) -> None:
+    """A figure cell carries mystnb.figure {caption, name}: the site shows "Figure N.k"
+    and the caption under every image and interactive figure of a chapter."""
+    bad = {}
+    for r in pages_of(reports):
+        wrong = [
+            f["what"]
+            for f in r.dom["figures"]
+            if not re.fullmatch(r"Figure \d+\.\d+", f["number"]) or not f["caption"]
+        ]
+        if wrong:
+            bad[r.path] = wrong
+    assert not bad, f"figures without a number and caption (mystnb.figure): {bad}"
+
+
+def test_interactive_figures_have_a_text_alternative(reports) -> None:
+    """tools/sphinx_ext/figure_text.py shows mystnb.image.alt under plotly figures."""
+    chapters = [r for r in pages_of(reports) if r.dom["plotly_divs"]]
+    assert chapters, "no interactive figure found: the probe is broken"
+    bad = {
+        r.path: [f["id"] for f in r.figures if len(f["text"]) < 20]
+        for r in chapters
+    }
+    bad = {k: v for k, v in bad.items() if v}
+    assert not bad, f"interactive figures without a text alternative: {bad}"
+
+
+def test_figure_controls_work_from_the_keyboard(reports) -> None:
+    """Every slider and menu of a plotly figure has a labelled native control in the tab
+    order, and its keys move the figure; the modebar's buttons are buttons."""
+    problems = []
+    figures = [(r.path, f) for r in pages_of(reports) for f in r.figures]
+    assert any(f["sliders"] for _, f in figures), "no slider anywhere: probe broken"
+    for path, f in figures:
+        kinds = [c["type"] for c in f["controls"]]
+        if kinds.count("range") != f["sliders"]:
+            problems.append(f"{path} {f['id']}: {f['sliders']} sliders, {kinds}")
+        wanted_menus = f["menus"]
+        menus = sum(c["tag"] == "select" for c in f["controls"])
+        groups = len({c["id"] for c in f["controls"] if c["tag"] == "button"} - {""})
+        if wanted_menus and not (menus or groups):
+            problems.append(f"{path} {f['id']}: menus without a native control")
+        for c in f["controls"]:
+            if not (c["tabbable"] and c["name"]):
+                problems.append(f"{path} {f['id']}: control {c} not tabbable or named")
+        for b in f["modebar"]:
+            if not (b["tag"] == "button" and b["tabbable"] and b["name"]):
+                problems.append(f"{path} {f['id']}: modebar {b}")
+            if "share" in b["name"].lower():
+                problems.append(f"{path} {f['id']}: {b['name']!r} uploads the figure")
+    problems += [p for r in pages_of(reports) for p in r.keyboard]
+    assert not problems, "\n".join(problems)
+
+
+def test_tab_reaches_a_figure_slider(reports, site: Path) -> None:
+    """From the top of a chapter, the Tab key reaches a figure's slider; an arrow key
+    then moves the figure."""
+    path = next(
+        (r.path for r in pages_of(reports) if any(f["sliders"] for f in r.figures)),
+        None,
+    )
+    assert path, "no page with a slider"
+    with serve(site) as base, browser() as chromium:
+        page = chromium.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(base + path, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        page.evaluate(
+            "() => document.addEventListener('focusin', (event) => {"
+            " const e = event.target; if (e.type === 'range'"
+            " && e.closest('.plotly-keyboard')) window.__slider = e; })"
+        )
+        for _ in range(100):  # up to 2000 presses, 20 at a time
+            for _ in range(20):
+                page.keyboard.press("Tab")
+            if page.evaluate("() => !!window.__slider"):
+                break
+        assert page.evaluate("() => !!window.__slider"), (
+            f"{path}: Tab never reaches the figure's slider"
+        )
+        page.evaluate("() => window.__slider.focus()")  # back to it, as Shift+Tab would
+        before = page.evaluate("() => document.activeElement.value")
+        page.keyboard.press("End" if before == "0" else "Home")
+        assert page.evaluate("() => document.activeElement.value") != before
+
+
+def test_links_to_exercises_name_them(reports) -> None:
+    """A link to an exercise reads "Exercise N.k", never a bare "Exercise"."""
+    bare = {r.path: r.dom["exercise_links"] for r in pages_of(reports)}
+    bare = {k: v for k, v in bare.items() if v}
+    assert not bare, (
+        "links whose text is only 'Exercise': write {ref}`Exercise N.k <label>`: "
+        f"{bare}"
     )

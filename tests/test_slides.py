@@ -1,15 +1,18 @@
 """Slides: one reveal.js deck per chapter, by nbconvert from the executed notebooks.
 
-The first tests run tools/make_slides.py on a small synthetic notebook (no build).
+The first tests run tools/make_slides.py on a small synthetic notebook (no build),
+including every file the copied reveal.js style sheets refer to (the theme's fonts).
 The rest check the decks `make book` wrote into _build/html/slides/: one per chapter,
-nothing loaded from the network, and, opened in Chromium, no console error or failed
-request, math typeset, every figure drawn, at most 25 slides, each fitting the screen
-with at most 40 words of text besides its title.
+nothing loaded from the network, and, opened in Chromium, no console error, failed
+request or HTTP error (a 404 fails), no serious or critical axe-core violation, math
+typeset, every figure drawn, at most 25 slides, each fitting the screen with at most
+40 words of text besides its title.
 """
 
 from __future__ import annotations
 
 import base64
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
@@ -109,6 +112,26 @@ def test_synthetic_deck_is_offline(tmp_path: Path) -> None:
         if not url.startswith(("data:", "../_static/")):
             assert (out / url).is_file(), f"the deck loads {url}, which is not there"
     assert 'href="09_demo.html"' in (out / "index.html").read_text()
+    assert not missing_css_references(out), missing_css_references(out)
+
+
+CSS_URL = re.compile(r"""@import\s+(?:url\()?["']?([^"')\s;]+)|url\(["']?([^"')]+)""")
+
+
+def missing_css_references(folder: Path) -> list[str]:
+    """Files that a style sheet under ``folder`` imports or loads and that are absent
+    (a deck asks for them: each is a 404)."""
+    missing = []
+    for css in folder.rglob("*.css"):
+        for imported, loaded in CSS_URL.findall(css.read_text(errors="replace")):
+            url = urlparse(imported or loaded).path
+            if not url or (imported or loaded).startswith(("data:", "#")):
+                continue
+            if is_remote(imported or loaded):
+                missing.append(f"{css.name}: remote {imported or loaded}")
+            elif not (css.parent / url).is_file():
+                missing.append(f"{css.relative_to(folder)}: {imported or loaded}")
+    return missing
 
 
 # ------------------------------------------------------------------------ built decks
@@ -120,6 +143,12 @@ def slides(site: Path) -> Path:
     if not (folder / "index.html").is_file():
         pytest.fail(f"no slides in {folder}: `make book` runs tools/make_slides.py")
     return folder
+
+
+def test_every_file_the_style_sheets_ask_for_is_there(slides: Path) -> None:
+    """reveal.js's theme imports its fonts' CSS, which loads the fonts: all present."""
+    assert (slides / "reveal.js" / "dist" / "theme" / "white.css").is_file()
+    assert not missing_css_references(slides), missing_css_references(slides)
 
 
 @pytest.mark.parametrize("page", ["index", *STEMS])
@@ -158,13 +187,18 @@ PROBE = """() => {
     mathErrors: document.querySelectorAll('mjx-merror').length,
     rawTex: /\\$\\$/.test(document.querySelector('.slides').innerText),
     plotlyEmpty: Array.from(document.querySelectorAll('.plotly-graph-div'))
-      .filter(d => !d.querySelector('.main-svg')).length};
+      .filter(d => !d.querySelector('.main-svg')).length,
+    noKeyboard: Array.from(document.querySelectorAll('.plotly-graph-div'))
+      .filter(d => d.layout && ((d.layout.sliders || []).length
+                                || (d.layout.updatemenus || []).length))
+      .filter(d => !document.querySelector('#' + d.id + '-slider-0, #' + d.id
+                                           + '-menu-0')).length};
 }"""
 
 
 @pytest.mark.parametrize("page", ["index", *STEMS])
 def test_deck_in_browser(page: str, slides: Path, site: Path) -> None:
-    from browser import browser, serve, wait_for_math
+    from browser import axe_audit, browser, serve, wait_for_math
 
     problems: list[str] = []
     with serve(site) as base, browser() as chromium:
@@ -188,17 +222,23 @@ def test_deck_in_browser(page: str, slides: Path, site: Path) -> None:
                if r.status >= 400 else None)
         tab.goto(f"{base}slides/{page}.html", wait_until="load")
         tab.wait_for_load_state("networkidle")
+        if page != "index":
+            wait_for_math(tab)
+        serious = [f"{v['id']} ({v['impact']}): {v['nodes'][:3]}"
+                   for v in axe_audit(tab) if v["impact"] in ("serious", "critical")]
         if page == "index":
             assert not problems, f"slides/index.html: {problems}"
+            assert not serious, f"slides/index.html, axe-core: {serious}"
             return
-        wait_for_math(tab)
         probe = tab.evaluate(PROBE)
     assert not problems, f"{page} slides: {problems}"
+    assert not serious, f"{page} slides, axe-core: {serious}"
     found = probe["slides"]
     assert 5 <= len(found) <= MAX_SLIDES, f"{page}: {len(found)} slides"
     assert probe["math"] > 0 and probe["mathErrors"] == 0 and not probe["rawTex"], \
         f"{page}: math not typeset ({probe})"
     assert probe["plotlyEmpty"] == 0, f"{page}: plotly figures not drawn"
+    assert probe["noKeyboard"] == 0, f"{page}: figure controls without keyboard ones"
     for s in found:
         where = f"{page} slide {s['k'] + 1} ({s['title']!r})"
         assert s["images"] == 0, f"{where}: an image did not load"

@@ -94,6 +94,37 @@ def wait_for_math(page) -> None:
     )
 
 
+AXE_OPTIONS = {"resultTypes": ["violations"]}  # axe's default rules, violations only
+AXE_REPORT = """(found) => found.violations.map((v) => ({id: v.id, impact: v.impact,
+  help: v.help, nodes: v.nodes.map((n) => n.target.join(' '))}))"""
+
+
+def start_axe(page) -> None:
+    """Start axe-core (tools/vendor_assets.py) on a loaded page without waiting for it:
+    the audit runs in the page's renderer while Python goes on (see axe_results)."""
+    from vendor_assets import axe_source
+
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(axe_source())
+    page.evaluate(
+        f"(options) => {{ window.__axeResults = axe.run(document, options)"
+        f".then({AXE_REPORT}); }}",
+        AXE_OPTIONS,
+    )
+
+
+def axe_results(page) -> list[dict]:
+    """The violations of the audit start_axe began: rule id, impact, help text and the
+    CSS targets of the offending nodes."""
+    return page.evaluate("() => window.__axeResults")
+
+
+def axe_audit(page) -> list[dict]:
+    """Audit a loaded page with axe-core and wait for its violations."""
+    start_axe(page)
+    return axe_results(page)
+
+
 def screenshot(
     site: Path, page_path: str, out: Path, dark: bool = False, full: bool = True
 ) -> None:

@@ -9,14 +9,17 @@ writes
 - ``colab/NN_topic.ipynb``: the same cells, with ``{doc}``/``{ref}`` links pointing at
   the website; theorems, definitions, exercises (...) as numbered bold titles
   ("**Theorem 5.2 (title).**"); ``{prf:ref}``/``{eq}``/``{numref}`` as their number
-  with a link; citations as "Author (year)" linked to the bibliography page;
-  ``(label)=`` targets dropped; admonitions as quotes; solutions folded
+  with a link ("Figure 4.2"); every captioned figure cell followed by a Markdown cell
+  "**Figure 4.2.** caption"; citations as "Author (year)" linked to the bibliography
+  page; ``(label)=`` targets dropped; admonitions as quotes; solutions folded
   (``<details>`` for Markdown, a hidden Colab form for solution code);
 - ``colab/student/NN_topic.ipynb``: the same from the student version
   (tools/make_student.py), so no solutions at all.
 
 The numbers are the website's: sphinx-proof counts each kind per chapter (Theorem 3.1,
-Lemma 3.1, ...), sphinx-exercise counts exercises, Sphinx counts labelled equations.
+Lemma 3.1, ...), sphinx-exercise counts exercises, Sphinx counts labelled equations and
+figures (a figure is numbered when it has a caption and a name: the cell metadata
+``mystnb.figure`` or a ``{figure}`` directive with ``:name:``).
 The website's address is ``html.baseurl`` in _config.yml. Both editions are committed
 (the Colab badges open them from GitHub); ``sync_notebooks.py --check`` fails when one
 is stale.
@@ -203,15 +206,36 @@ def parse_options(body: list[str]) -> tuple[dict[str, str], list[str]]:
     return options, body[k:]
 
 
+def figure_options(cell: nbformat.NotebookNode) -> dict:
+    """A code cell's ``mystnb.figure`` metadata (caption, name), or {}."""
+    if cell.cell_type != "code":
+        return {}
+    return dict((cell.metadata.get("mystnb") or {}).get("figure") or {})
+
+
 def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
-    """Number every labelled theorem, exercise, equation, section as the site does."""
+    """Number every labelled theorem, exercise, equation, figure, section as the site
+    does."""
     for path, nb in nbs.items():
         chapter, page = chapter_of(path), page_url(book, path.name)
         counts: Counter[str] = Counter()
         for cell in nb.cells:
+            figure = figure_options(cell)
+            if figure.get("caption") and figure.get("name"):
+                counts["figure"] += 1
+                name = str(figure["name"])
+                book.targets[name] = Target(
+                    f"Figure {chapter}.{counts['figure']}", f"{page}#{name}"
+                )
             if cell.cell_type != "markdown":
                 continue
             for name, arg, options in directives(cell.source):
+                if name == "figure" and "name" in options:
+                    counts["figure"] += 1
+                    book.targets[options["name"]] = Target(
+                        f"Figure {chapter}.{counts['figure']}",
+                        f"{page}#{options['name']}",
+                    )
                 if name in NUMBERED:
                     counts[name] += 1
                     number, _ = numbered_title(name, arg, f"{chapter}.{counts[name]}")
@@ -262,6 +286,9 @@ class Converter:
             if found is None:
                 print(f"make_colab: unknown label {target!r} (kept as text)")
                 return text or target
+            if name == "numref" and text:  # "Fig. %s" or "{number}" as in Sphinx
+                number = found.text.split()[-1]
+                text = text.replace("%s", number).replace("{number}", number)
             return f"[{text or found.text}]({found.url})"
         if name.startswith("cite"):
             return self.cite(name, [k.strip() for k in content.split(",")])
@@ -453,6 +480,9 @@ def colab_edition(
                 )
                 cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
         cells.append(cell)
+        caption = figure_caption(cell, converter)
+        if caption is not None:
+            cells.append(caption)
     page = f"{book.site}notebooks/{path.stem}.html"
     note = nbformat.v4.new_markdown_cell(
         f"> **Colab edition** of [this chapter]({page}), generated from "
@@ -463,10 +493,41 @@ def colab_edition(
     return out
 
 
+def collect_page_targets(book: Book) -> None:
+    """``(label)=`` targets of the prose pages in book/ (e.g. ``cite-this-book``)."""
+    for path in sorted((ROOT / "book").rglob("*.md")):
+        if "vendor" in path.relative_to(ROOT).parts:
+            continue
+        page = book.site + path.relative_to(ROOT).with_suffix(".html").as_posix()
+        lines = path.read_text().split("\n")
+        for k, line in enumerate(lines):
+            if match := TARGET.match(line):
+                heading = next((h for h in lines[k + 1 :] if h.strip()), "")
+                found = HEADING.match(heading)
+                text = found[1] if found else match[1]
+                book.targets.setdefault(match[1], Target(text, f"{page}#{match[1]}"))
+
+
+def figure_caption(
+    cell: nbformat.NotebookNode, converter: Converter
+) -> nbformat.NotebookNode | None:
+    """The Markdown cell under a captioned figure cell: "**Figure 4.2.** caption"."""
+    figure = figure_options(cell)
+    if not figure.get("caption"):
+        return None
+    found = converter.book.targets.get(str(figure.get("name", "")))
+    title = f"{found.text}." if found else "Figure."
+    text = converter.inline(" ".join(str(figure["caption"]).split()))
+    caption = nbformat.v4.new_markdown_cell(f"**{title}** {text}")
+    caption.id = f"{cell.get('id', 'figure')}-caption"[:64]
+    return caption
+
+
 def make_book(nbs: dict[Path, nbformat.NotebookNode]) -> Book:
     citations, years = read_citations()
     book = Book(site_url(), citations, years)
     collect_targets(book, nbs)
+    collect_page_targets(book)
     return book
 
 

@@ -8,8 +8,9 @@ Each becomes a slide with the title, the text (at most 40 words of Markdown, mat
 allowed) and the cell's executed outputs (``"outputs": false`` for none, a list of
 indices for some); a title slide comes first. This file only turns that metadata into
 nbconvert's ``slideshow`` metadata and points nbconvert's reveal.js template at local
-files: reveal.js from the PyPI package sphinx-revealjs, MathJax 3 and plotly.js from
-the site's ``_static/`` (no CDN: the decks work offline).
+files: reveal.js (with its theme's fonts) from the PyPI package sphinx-revealjs, MathJax
+3, plotly.js and the figures' keyboard controls from the site's ``_static/`` (no CDN:
+the decks work offline).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ PLOTLY = "application/vnd.plotly.v1+json"
 TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}
 <link rel="icon" href="../_static/favicon.png">
-{% if resources.plotly %}<script src="../_static/plotly.min.js"></script>{% endif %}
+{% if resources.plotly %}<script src="../_static/plotly.min.js"></script>
+<script src="../_static/plotly-keyboard.js"></script>{% endif %}
 {%- endblock html_head_js -%}
 {%- block html_head_js_mathjax -%}
 <script>window.MathJax = {
@@ -56,6 +58,14 @@ TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 .reveal .slides .jp-OutputArea-output img {
   max-height: 410px; width: auto; display: block; margin: 0 auto; }
 .reveal .slides .jp-OutputArea-output pre { font-size: 20px; line-height: 1.3; }
+/* WCAG contrast for the slide number (reveal.js draws white on 40 % black). */
+.reveal .slide-number { background-color: #222; color: #fff; }
+/* A figure's keyboard controls (plotly-keyboard.js): shown at the foot of the slide
+   while one of them has the focus, taking no room otherwise. */
+.reveal div.plotly-keyboard { position: absolute; left: 0; bottom: 0; z-index: 10;
+  display: flex; gap: 1.5rem; font-size: 18px; padding: 4px 8px; background: #fff;
+  opacity: 0; }
+.reveal div.plotly-keyboard:focus-within { opacity: 1; }
 </style>
 {%- endblock html_head_js_mathjax -%}
 {% block footer_js %}
@@ -73,13 +83,13 @@ INDEX = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Slides</title>
 <link rel="icon" href="../_static/favicon.png">
 <style>body {{ font-family: sans-serif; max-width: 44em; margin: 2em auto; }}</style>
-</head><body><h1>Slides</h1>
+</head><body><main><h1>Slides</h1>
 <p>One deck per chapter, with the figures and numbers of the executed notebooks. Keys:
 &rarr; next, Esc overview, F full screen; add <code>?print-pdf</code> to a deck's
 address to print it.</p>
 <ul>
 {items}
-</ul></body></html>
+</ul></main></body></html>
 """
 
 

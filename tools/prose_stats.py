@@ -17,6 +17,7 @@ Counting rules (stated here so before/after tables compare like with like):
   hidden or folded on the site). Solution cells count: they sit in dropdowns.
 - ``main`` columns stop at the ``## Exercises`` heading; ``all`` columns cover
   the whole chapter.
+- The licence footer that ``make sync`` appends to every chapter is not counted.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ import sys
 from pathlib import Path
 
 import nbformat
+
+from licence import FOOTER_ID
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ("words", "words_main", "prose", "prose_main", "lines", "lines_main")
@@ -85,6 +88,8 @@ def chapter_stats(path: Path) -> dict[str, int]:
     stats = dict.fromkeys(KEYS, 0)
     in_main = True
     for cell in nb.cells:
+        if cell.get("id") == FOOTER_ID:
+            continue
         is_md = cell.cell_type == "markdown"
         if is_md and re.search(r"^##\s+Exercises", cell.source, re.MULTILINE):
             in_main = False

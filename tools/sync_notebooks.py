@@ -9,8 +9,10 @@ For every notebook in notebooks/ it
 2. points the Colab badge in the title cell at this notebook's Colab edition;
 3. copies every ``copy:X`` cell from the cell tagged ``name:X`` (single source for
    functions a later chapter reuses), headed by a comment naming the source;
-4. strips outputs, execution counts and per-user metadata (outputs are never committed);
-5. writes the Colab editions colab/NN_topic.ipynb and colab/student/ (make_colab.py).
+4. ends the notebook with the licence footer (a markdown cell, ``tools/licence.py``),
+   which the Colab and student editions inherit;
+5. strips outputs, execution counts and per-user metadata (outputs are never committed);
+6. writes the Colab editions colab/NN_topic.ipynb and colab/student/ (make_colab.py).
 
 It fails (sync and ``--check`` alike) when a function or class is defined in two
 chapters
@@ -28,8 +30,10 @@ import re
 import sys
 from pathlib import Path
 
+import nbformat
 import yaml
 
+from licence import FOOTER_ID, FOOTER_MARK, footer_source
 from make_colab import write_editions
 from nbtools import notebook_paths, read, tag_values, tags, write
 from paths import ROOT
@@ -154,6 +158,33 @@ def duplicate_definitions(nbs: dict[Path, object]) -> list[str]:
     ]
 
 
+def is_footer(cell) -> bool:
+    """The generated licence footer (by its id, or by its first line if the id was
+    changed by another tool)."""
+    return cell.get("id") == FOOTER_ID or (
+        cell.cell_type == "markdown" and cell.source.startswith(FOOTER_MARK)
+    )
+
+
+def sync_footer(nb) -> bool:
+    """Make the licence footer the notebook's one last cell; True if that changed."""
+    footer = nbformat.v4.new_markdown_cell(footer_source())
+    footer.id = FOOTER_ID
+    body = [c for c in nb.cells if not is_footer(c)]
+    current = nb.cells[-1] if nb.cells else None
+    if (
+        len(body) == len(nb.cells) - 1
+        and current is not None
+        and is_footer(current)
+        and current.source == footer.source
+        and current.get("id") == FOOTER_ID
+        and not current.metadata
+    ):
+        return False
+    nb.cells = [*body, footer]
+    return True
+
+
 def sync(nb, path: Path, names: dict[str, str]) -> list[str]:
     """Bring one notebook in line; return a list of what changed."""
     changes: list[str] = []
@@ -191,6 +222,8 @@ def sync(nb, path: Path, names: dict[str, str]) -> list[str]:
                 if key in cell.metadata:
                     del cell.metadata[key]
                     changes.append(f"metadata {key}")
+    if sync_footer(nb):
+        changes.append("licence footer")
     kernelspec = {"display_name": "Python 3", "language": "python", "name": "python3"}
     if nb.metadata.get("kernelspec") != kernelspec:
         nb.metadata["kernelspec"] = kernelspec

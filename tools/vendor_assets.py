@@ -13,6 +13,11 @@ the internet.
   bundle from the `plotly` package is used instead (heavier pages: the page-weight test
   then fails).
 
+- axe-core (npm `axe-core`, MPL-2.0), the accessibility engine the browser test runs
+  on every page (tests/test_site.py). It is a test tool, not part of the site: it stays
+  in the cache (~/.cache/pe-book/, checked against a pinned sha256), and
+  `axe_source()` hands it to the test.
+
 Sphinx copies book/vendor/ into _build/html/_static/ (see `html_static_path` in
 _config.yml).
 """
@@ -55,6 +60,10 @@ PLOTLY_TRACES = {
     "scatterternary",
     "violin",
 }
+AXE = "axe-core"
+AXE_VERSION = "4.14.1"
+AXE_SHA256 = "e6b0ce02b84d892e2e33e403485e7f3d6c29e2be6df65daf44d89ba564139745"
+AXE_FILE = "package/axe.min.js"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pe-book"
 MATHJAX_PARTS = [
     "tex-mml-chtml.js",
@@ -106,22 +115,34 @@ def plotly_js_version(text: str) -> str:
     return match.group(1) if match else "unknown"
 
 
-def partial_plotly() -> bytes:
-    """The cartesian bundle from the npm registry (cached), checked by its sha256."""
-    name = f"{PLOTLY_PARTIAL}-{PLOTLY_PARTIAL_VERSION}.tgz"
+def npm_file(package: str, version: str, sha256: str, member: str) -> bytes:
+    """One file of an npm package's tarball, fetched from the npm registry once and
+    cached, after checking the tarball's sha256."""
+    name = f"{package}-{version}.tgz"
     cached = CACHE / name
     if not cached.is_file():
-        url = f"https://registry.npmjs.org/{PLOTLY_PARTIAL}/-/{name}"
+        url = f"https://registry.npmjs.org/{package}/-/{name}"
         with urllib.request.urlopen(url, timeout=60) as response:
             data = response.read()
         CACHE.mkdir(parents=True, exist_ok=True)
         cached.write_bytes(data)
     data = cached.read_bytes()
-    if hashlib.sha256(data).hexdigest() != PLOTLY_PARTIAL_SHA256:
+    if hashlib.sha256(data).hexdigest() != sha256:
         cached.unlink()
-        raise ValueError(f"{name}: sha256 mismatch; refusing to vendor it")
+        raise ValueError(f"{name}: sha256 mismatch; refusing to use it")
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        return tar.extractfile(PLOTLY_PARTIAL_FILE).read()
+        return tar.extractfile(member).read()
+
+
+def partial_plotly() -> bytes:
+    """The cartesian bundle from the npm registry (cached), checked by its sha256."""
+    version, sha256 = PLOTLY_PARTIAL_VERSION, PLOTLY_PARTIAL_SHA256
+    return npm_file(PLOTLY_PARTIAL, version, sha256, PLOTLY_PARTIAL_FILE)
+
+
+def axe_source() -> str:
+    """axe-core's ``axe.min.js`` (cached from the npm registry, sha256 checked)."""
+    return npm_file(AXE, AXE_VERSION, AXE_SHA256, AXE_FILE).decode()
 
 
 def copy_plotly(dest: Path) -> None:
@@ -149,6 +170,11 @@ def main() -> None:
     shutil.rmtree(VENDOR, ignore_errors=True)
     copy_mathjax(VENDOR / "mathjax")
     copy_plotly(VENDOR)
+    try:  # the browser test's accessibility engine, fetched now so tests run offline
+        axe_source()
+    except OSError as error:
+        print(f"could not fetch {AXE} ({error}): the browser test needs it",
+              file=sys.stderr)
     (VENDOR / ".stamp").write_text("vendored by tools/vendor_assets.py\n")
     size = sum(p.stat().st_size for p in VENDOR.rglob("*") if p.is_file())
     rel = VENDOR.relative_to(ROOT)

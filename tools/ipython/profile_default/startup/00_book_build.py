@@ -22,7 +22,9 @@ def _register_book_renderer() -> None:
     import plotly.io as pio
     from plotly.io.base_renderers import MimetypeRenderer, PlotlyRenderer
 
-    config = {"displaylogo": False}
+    # No plotly logo, and no "Share chart" button: it would upload the figure to
+    # Plotly's cloud, and nothing on this site leaves the reader's machine.
+    config = {"displaylogo": False, "modeBarButtonsToRemove": ["sendChartToCloud"]}
 
     class BookRenderer(MimetypeRenderer):
         def to_mimebundle(self, fig_dict):
