@@ -524,7 +524,7 @@ def test_check_11_4(capsys) -> None:
         return candidate
 
     fails(check, variant(position=lambda r, m: torch.full_like(r, m.shape[1])),
-          "counts the padding", "transformers #22161", "step 1")
+          "counts the padding", "transformers PR #22382", "step 1")
     fails(check, variant(position=lambda r, m: torch.zeros_like(r)), "no offset")
     fails(check, variant(rerotate=True), "rotated again")
     fails(check, variant(rotate=False), "appended unrotated")
@@ -653,3 +653,213 @@ def test_check_11_6(capsys) -> None:
         return dynamic_solution(q, raw_keys, base, factor, length)
 
     fails(check, no_validation, "odd head_dim 7", "no error")
+
+
+# ------------------------------------------------------- Station 5: vLLM and YaRN
+
+
+def test_vllm_dynamic_inv_freq_is_static_ntk() -> None:
+    """The formula quoted in vllm-project/vllm #5093, written out here: the base is
+    multiplied by (s * s - (s - 1))**(d / (d - 2)) whatever the length."""
+    d, base, s = 8, 100.0, 3.0
+    got = CH.vllm_dynamic_inv_freq(d, base, s)
+    new_base = base * 7.0 ** (8 / 6)  # 3 * 3 - 2 = 7
+    want = torch.tensor([new_base ** (-i / 8) for i in (0, 2, 4, 6)], dtype=torch.float64)
+    assert got.dtype == torch.float64 and torch.allclose(got, want, rtol=1e-12)
+    assert torch.equal(CH.vllm_dynamic_inv_freq(d, base, 1.0),
+                       base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
+    for bad in (2, 7, 8.0, True):
+        with pytest.raises(ValueError, match="head_dim"):
+            CH.vllm_dynamic_inv_freq(bad, base, s)
+    with pytest.raises(ValueError, match="factor"):
+        CH.vllm_dynamic_inv_freq(d, base, 0.5)
+
+
+# ------------------------------------------------------------- the tracing workflow
+
+
+def test_trace_rope_records_positions_and_every_layers_tables() -> None:
+    model = CH.tiny_llama()
+    tokens = torch.tensor([[5, 6, 7, 8, 9]])
+    trace = CH.trace_rope(model, input_ids=tokens)
+    (call,) = trace.rotary_calls
+    assert call["module"] == "model.rotary_emb"
+    assert call["position_ids"].tolist() == [[0, 1, 2, 3, 4]]
+    assert list(trace.layers) == ["model.layers.0.self_attn"]
+    cos, sin = trace.layers["model.layers.0.self_attn"]
+    assert torch.equal(cos, call["cos"]) and torch.equal(sin, call["sin"])
+    ref_cos, ref_sin = CH.reference_tables(torch.arange(5), 16, 10000.0)
+    errors = CH.table_errors(trace, {"model.layers.0.self_attn": (ref_cos, ref_sin)})
+    assert errors["model.layers.0.self_attn"] <= CH.table_bound(4.0, 10000.0)
+    assert trace.output.logits.shape == (1, 5, 64)
+    # the hooks are gone: a second forward records nothing new
+    with torch.no_grad():
+        model(input_ids=tokens)
+    assert len(trace.rotary_calls) == 1
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    with pytest.raises(TypeError, match="Module"):
+        CH.trace_rope(lambda x: x, input_ids=tokens)
+
+
+def test_trace_rope_removes_its_hooks_when_the_model_fails() -> None:
+    model = CH.tiny_llama()
+    with pytest.raises(Exception):
+        CH.trace_rope(model, input_ids=torch.tensor([[1000]]))  # outside the vocabulary
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+
+
+def test_reference_tables_and_bound_by_hand() -> None:
+    cos, sin = CH.reference_tables(torch.tensor([0, 2]), 4, 100.0, factor=2.0)
+    # positions 0 and 1 after scaling; theta = (1, 0.1), split halves repeat them
+    assert torch.allclose(cos[1], torch.tensor([math.cos(1), math.cos(0.1)] * 2,
+                                               dtype=torch.float64))
+    assert torch.allclose(sin[1], torch.tensor([math.sin(1), math.sin(0.1)] * 2,
+                                               dtype=torch.float64))
+    assert torch.equal(cos[0], torch.ones(4, dtype=torch.float64))
+    u = 2.0**-24
+    assert CH.table_bound(10.0, 100.0) == pytest.approx((10 * (math.log(100) + 7) + 4) * u)
+
+
+def test_tiny_gemma3_has_one_table_per_layer_type() -> None:
+    model = CH.tiny_gemma3()
+    assert model.config.layer_types == ["sliding_attention", "full_attention"]
+    trace = CH.trace_rope(model, input_ids=torch.arange(1, 13)[None])
+    positions = torch.arange(12)
+    local = CH.reference_tables(positions, 16, 10_000.0)
+    global_ = CH.reference_tables(positions, 16, 1_000_000.0, 8.0)
+    bound = CH.table_bound(11.0, 1_000_000.0)
+    errors = CH.table_errors(trace, {"layers.0.self_attn": local,
+                                     "layers.1.self_attn": global_})
+    assert max(errors.values()) <= bound
+    swapped = CH.table_errors(trace, {"layers.0.self_attn": global_,
+                                      "layers.1.self_attn": local})
+    assert min(swapped.values()) > 0.5  # the two tables really differ
+
+
+# ------------------------------------------------------------ Station 7: M-RoPE ids
+
+
+def test_layout_inputs_match_the_grids() -> None:
+    inputs = CH.layout_inputs([("text", 2), ("video", (4, 2, 2)), ("text", 1),
+                               ("image", (1, 4, 6))])
+    assert inputs["input_ids"].tolist() == [[3, 3, 91, 91, 91, 91, 3] + [90] * 6]
+    assert inputs["mm_token_type_ids"].tolist() == [[0, 0, 2, 2, 2, 2, 0] + [1] * 6]
+    assert inputs["video_grid_thw"].tolist() == [[4, 2, 2]]
+    assert inputs["image_grid_thw"].tolist() == [[1, 4, 6]]
+    assert "image_grid_thw" not in CH.layout_inputs([("text", 3)])
+    with pytest.raises(ValueError, match="segment kind"):
+        CH.layout_inputs([("audio", 3)])
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return CH.two_layer_qwen2vl()
+
+
+def test_transformers_resumes_text_after_a_video_at_m_plus_max_hw(qwen) -> None:
+    """The station's premise, in the installed transformers: the prompt's text after a
+    4x2x2 video resumes at 2 + max(1, 1) = 3, rope_deltas at the largest id + 1."""
+    ids, deltas = qwen.get_rope_index(**CH.layout_inputs(
+        [("text", 2), ("video", (4, 2, 2)), ("text", 2)]))
+    assert ids[:, 0].tolist() == [[0, 1, 2, 3, 4, 5, 3, 4], [0, 1, 2, 2, 2, 2, 3, 4],
+                                  [0, 1, 2, 2, 2, 2, 3, 4]]
+    assert deltas.tolist() == [[-2]]
+
+
+def vision_spans(segments):
+    """(start index, segment) of every vision segment, in token order."""
+    spans, index = [], 0
+    for kind, size in segments:
+        if kind != "text":
+            spans.append((index, size))
+            index += size[0] * (size[1] // 2) * (size[2] // 2)
+        else:
+            index += size
+    return spans
+
+
+@pytest.mark.parametrize("name", list(CH.MROPE_CASES))
+def test_the_expected_ids_of_exercise_12_7_agree_with_transformers(qwen, name) -> None:
+    """Every vision segment of the literals has transformers' ids for its start
+    (get_vision_position_ids), and the text after the first vision segment has the ids
+    transformers' own generation (cache position + rope_deltas) gives text that
+    follows a prompt ending with that segment. (Later text cannot be checked that way:
+    transformers' prompt ids already differ before it.)"""
+    segments, ids, delta = CH.MROPE_CASES[name]
+    ids = torch.tensor(ids)
+    assert delta == int(ids.max()) + 1 - ids.shape[1]
+    for start, size in vision_spans(segments):
+        m = int(ids[1, start])  # the row id of the first token is the start id m
+        count = size[0] * (size[1] // 2) * (size[2] // 2)
+        theirs = qwen.get_vision_position_ids(m, torch.tensor(size), 1, 2)
+        assert torch.equal(ids[:, start : start + count], theirs)
+    index = 0
+    for k, (kind, size) in enumerate(segments):
+        count = size if kind == "text" else size[0] * (size[1] // 2) * (size[2] // 2)
+        vision_before = sum(kind != "text" for kind, _ in segments[:k])
+        if kind == "text" and vision_before == 1 and segments[k - 1][0] != "text":
+            _, steps, _ = CH.prefill_then_decode(qwen, segments[:k], size)
+            generated = torch.cat(steps, dim=1)  # (3, size): the ids transformers uses
+            assert torch.equal(ids[:, index : index + count], generated), (name, k)
+        index += count
+
+
+def mrope_by_rule(segments, merge=2, resume="max + 1"):
+    """Written here, a loop over tokens: text after vision resumes at the largest id + 1
+    (the fix), at the largest id (off by one), at m + max(h', w') (transformers 5) or at
+    m + the number of vision tokens (counted like text)."""
+    rows, start = [], 0
+    for kind, size in segments:
+        if kind == "text":
+            rows += [(start + j,) * 3 for j in range(size)]
+            start += size
+            continue
+        t, h, w = size
+        if h % merge or w % merge:
+            raise ValueError(f"grid {size}: h and w must be multiples of merge {merge}")
+        span = [(start + a, start + b, start + c) for a in range(t)
+                for b in range(h // merge) for c in range(w // merge)]
+        rows += span
+        largest = max(max(r) for r in span)
+        start = {"max + 1": largest + 1, "max": largest,
+                 "spatial": start + max(h // merge, w // merge),
+                 "counted": start + len(span)}[resume]
+    ids = torch.tensor(rows, dtype=torch.long).T
+    return ids, int(ids.max()) + 1 - ids.shape[1]
+
+
+def mrope_solution(segments, merge=2):
+    return mrope_by_rule(segments, merge)
+
+
+def test_check_12_7(capsys) -> None:
+    check = CH.check_mrope_ids
+    passes(check, mrope_solution, 4 * 3 + 1, capsys)
+
+    def spatial(segments, merge=2):  # transformers 5's rule
+        return mrope_by_rule(segments, merge, "spatial")
+
+    fails(check, spatial, "transformers 5's rule", "text 2, video 4x2x2")
+    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0].tolist(),
+                                     mrope_solution(s, merge)[1]),
+          "a torch.long tensor")
+    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0],
+                                     -mrope_solution(s, merge)[1]),
+          "sign flipped", "text 3, image")
+    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0],
+                                     mrope_solution(s, merge)[1] - 1),
+          "from the largest id")
+
+    def off_by_one(segments, merge=2):
+        return mrope_by_rule(segments, merge, "max")
+
+    fails(check, off_by_one, "off by one")
+    fails(check, lambda s, merge=2: mrope_by_rule(s, merge, "counted"),
+          "counted like text", "text 3, image")
+
+    def no_validation(segments, merge=2):
+        if any(k != "text" and (s[1] % merge or s[2] % merge) for k, s in segments):
+            return torch.zeros(3, 1, dtype=torch.long), 0
+        return mrope_solution(segments, merge)
+
+    fails(check, no_validation, "merge size does not divide", "no error")
