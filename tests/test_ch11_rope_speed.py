@@ -788,3 +788,26 @@ def test_check_rope_inplace_names_the_mistakes():
     check_fails(float32_copy, "bfloat16, (1, 2, 3, 6): no tensor larger than half")
     with pytest.raises(NotImplementedError):
         ch.check_rope_inplace(lambda x, c, s: (_ for _ in ()).throw(NotImplementedError))
+
+
+# --- the Triton kernel ------------------------------------------------------------------
+
+
+def test_triton_rope_is_none_without_triton(monkeypatch):
+    monkeypatch.setattr(ch, "TRITON", False)
+    assert ch.triton_rope() is None
+
+
+def test_triton_rope_in_the_interpreter_matches_transformers():
+    """Runs only where Triton is installed (it is not pinned): the interpreter's float32
+    products and sums round as transformers' do, within the lemma's bound."""
+    pytest.importorskip("triton")
+    assert ch.TRITON and os.environ.get("TRITON_INTERPRET") is None  # restored
+    rope = ch.triton_rope()
+    q, k = random_qk(8, 2, 3, 1, 7, 10)
+    (q_hf, _), cos, sin = hf_rope(q, k)
+    got = rope(q, cos, sin)
+    assert got.shape == q.shape and not torch.equal(got, q)
+    assert_within_bound(got, q_hf, q)
+    with pytest.raises(ValueError, match="shape"):
+        rope(q, cos[:3], sin)

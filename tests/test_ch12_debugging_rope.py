@@ -863,3 +863,31 @@ def test_check_12_7(capsys) -> None:
         return mrope_solution(segments, merge)
 
     fails(check, no_validation, "merge size does not divide", "no error")
+
+
+def test_meta_layout_expected_values_are_interleaved_rope() -> None:
+    """The literals of Exercise 12.1's check against the chapter's independent
+    reference (a complex product in float64) and against a loop written here."""
+    for positions, points, values in CH.META_LAYOUT_CASES.values():
+        position_ids = torch.tensor(positions)
+        x = CH.exact_grid((position_ids.shape[0], 3, position_ids.shape[1], 8))
+        reference = CH.rope_interleaved_reference(x, position_ids)
+        for (b, h, t, j), value in zip(points, values):
+            assert abs(reference[b, h, t, j].item() - value) <= 1e-9
+            i, m = j // 2, position_ids[b, t].item()
+            angle = m * 10000.0 ** (-2 * i / 8)
+            a, c = x[b, h, t, 2 * i].item(), x[b, h, t, 2 * i + 1].item()
+            by_hand = (a * math.cos(angle) - c * math.sin(angle) if j % 2 == 0
+                       else c * math.cos(angle) + a * math.sin(angle))
+            assert abs(by_hand - value) <= 1e-9
+
+
+def test_convert_cases_row_orders_are_the_per_head_permutation() -> None:
+    for _, n_heads, n_kv, head_dim, _, q_rows, k_rows in CH.CONVERT_CASES:
+        for heads, rows in ((n_heads, q_rows), (n_kv, k_rows)):
+            index = torch.arange(heads * head_dim)
+            perm = permutation(head_dim)
+            assert rows == [h * head_dim + p for h in range(heads)
+                            for p in perm.tolist()]
+            moved = CH.rows_to_halves(index[:, None].double(), heads)[:, 0]
+            assert moved.long().tolist() == rows
