@@ -100,13 +100,17 @@ def run_notebook(environment: str, path: Path) -> Outcome:
         start = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, str(ROOT / "tools" / "run_notebook.py"), "--json",
-             str(report), str(path)],
+             str(report), "--timeout", "3600", str(path)],
             env=job_env(environment), cwd=ROOT, capture_output=True, text=True,
         )
         seconds = time.perf_counter() - start
         if not report.is_file():
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
-            return Outcome(environment, path.stem, False, seconds, " ".join(tail)[:200])
+            lines = [
+                line for line in (proc.stderr + proc.stdout).splitlines()
+                if line.strip() and not set(line.strip()) <= set("-=^~")
+            ]
+            return Outcome(environment, path.stem, False, seconds,
+                           (lines[-1] if lines else "no report")[:200])
         result = json.loads(report.read_text())[0]
     problems = result["errors"] + result["stderr"]
     return Outcome(

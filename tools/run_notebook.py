@@ -115,6 +115,9 @@ def main(argv: list[str]) -> int:
         help="also write each notebook's time, errors and stderr to this file",
     )
     parser.add_argument(
+        "--timeout", type=int, default=600, help="seconds per cell (default 600)"
+    )
+    parser.add_argument(
         "--plain",
         action="store_true",
         help="without the build's IPython profile (as in Colab)",
@@ -123,7 +126,9 @@ def main(argv: list[str]) -> int:
     status = 0
     reports = []
     for path in args.notebooks:
-        result = execute_standalone(path, allow_errors=True, plain=args.plain)
+        result = execute_standalone(
+            path, allow_errors=True, timeout=args.timeout, plain=args.plain
+        )
         reports.append(report(result))
         print(f"{result.path.name}: {result.seconds:.1f} s")
         for (index, _, _), message in zip(result.errors, result.messages):
