@@ -891,3 +891,26 @@ def test_convert_cases_row_orders_are_the_per_head_permutation() -> None:
                             for p in perm.tolist()]
             moved = CH.rows_to_halves(index[:, None].double(), heads)[:, 0]
             assert moved.long().tolist() == rows
+
+
+def test_decode_expected_values_are_the_full_pass() -> None:
+    """The literals of Exercise 12.4's check against one full pass (the chapter's
+    full_pass_last_logits) and transformers' rotation of the new key."""
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    q_all, k_all = CH.exact_grid((2, 2, 2, 7, 8))
+    for step in (5, 6):
+        mask = torch.cat((mask, torch.ones(2, 1, dtype=mask.dtype)), dim=1)
+        full = CH.full_pass_last_logits(q_all[:, :, : step + 1],
+                                        k_all[:, :, : step + 1], mask)
+        want = torch.tensor(CH.DECODE_EXPECTED[step]["logits"], dtype=torch.float64)
+        assert torch.allclose(full, want, atol=1e-9, rtol=0)
+        position = CH.mask_positions(mask)[:, -1:]
+        new_key = hf_rope(k_all[:, :, step : step + 1], position).double()[:, :, 0]
+        held = torch.tensor(CH.DECODE_EXPECTED[step]["new_keys"], dtype=torch.float64)
+        # transformers in float32: tables within g of the exact ones (angles up to 6
+        # rad, relative error (ln b + 7)u, cos within 2 ulp), the lemma of Chapter 11
+        # for the rounding, |x_i| + |x_i+d/2| <= 4 for these inputs
+        u = 2.0**-24
+        g = (6 * (math.log(10000.0) + 7) + 4) * u
+        assert torch.allclose(new_key, held, atol=(2 * u * (1 + u) * (1 + g) + g) * 4,
+                              rtol=0)
