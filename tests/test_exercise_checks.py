@@ -17,6 +17,7 @@ from scipy.special import sici
 
 from helpers import fails, passes
 from nbload import chapter
+from nbtools import NOTEBOOKS, read
 
 CH1 = chapter("01_attention_cant_see_order")
 CH2 = chapter("02_first_attempts")
@@ -357,8 +358,26 @@ def relative_part(H):
     return out
 
 
+def relative_part_loops(H):
+    H = np.asarray(H, dtype=np.float32)  # a float32 answer, written with loops
+    if len(H) % 2:
+        raise ValueError("H must have an even size")
+    out = np.zeros_like(H)
+    for i in range(0, len(H), 2):
+        z = complex((H[i, i] + H[i + 1, i + 1]) / 2, (H[i + 1, i] - H[i, i + 1]) / 2)
+        out[i : i + 2, i : i + 2] = [[z.real, -z.imag], [z.imag, z.real]]
+    return out
+
+
 def test_ex_3_2(capsys) -> None:
     passes(CH3.check_relative_part, relative_part, 4, capsys)
+    passes(CH3.check_relative_part, relative_part_loops, 4, capsys)
+    passes(
+        CH3.check_relative_part,
+        lambda H: torch.as_tensor(relative_part(H), dtype=torch.float32),
+        4,
+        capsys,
+    )
     check = CH3.check_relative_part
     fails(check, lambda H: relative_part(np.asarray(H).T), "wrong sign", "H =")
     fails(check, lambda H: 2 * relative_part(H), "factor 1/2")
@@ -382,8 +401,16 @@ def layout(d):
 
 def test_ex_3_3(capsys) -> None:
     passes(CH3.check_layout_permutation, layout, 9, capsys)
+    passes(CH3.check_layout_permutation, lambda d: list(layout(d)), 9, capsys)
     check = CH3.check_layout_permutation
-    fails(check, lambda d: np.argsort(layout(d)), "inverse permutation", "d = 10")
+    inverse = lambda d: np.argsort(layout(d))  # noqa: E731
+    message = fails(check, inverse, "inverse permutation", "d = 10")
+    # the expected permutation itself is never shown, only its first differing entry
+    assert "2, 4, 6, 8, 1" not in message and "at position 1" in message
+    reversed_message = fails(check, lambda d: layout(d)[::-1], "position 0", "d = 2")
+    assert "[0, 1]" not in reversed_message
+    wrong_large = lambda d: layout(d) if d < 100 else np.roll(layout(d), 1)  # noqa: E731
+    fails(check, wrong_large, "d = 128", "column 0 differs")
     fails(
         check,
         lambda d: np.concatenate([np.arange(1, d, 2), np.arange(0, d, 2)]),
@@ -402,14 +429,28 @@ def test_ex_3_3(capsys) -> None:
 # --------------------------------------------------------------------------- Chapter 4
 
 
-def shift(pe, k, base=10000.0, direction=1.0, exponent=None):
+def shift(pe, delta, base=10000.0, direction=1.0, exponent=None):
     pe = np.asarray(pe, dtype=float)
     d = pe.shape[-1]
     if d % 2:
         raise ValueError(f"the last dimension must be even, got {d}")
     theta = base ** (-(np.arange(0, d, 2) / d if exponent is None else exponent(d)))
-    c, s = np.cos(k * theta), direction * np.sin(k * theta)
+    c, s = np.cos(delta * theta), direction * np.sin(delta * theta)
     out = np.empty_like(pe)
+    out[..., 0::2] = c * pe[..., 0::2] + s * pe[..., 1::2]
+    out[..., 1::2] = c * pe[..., 1::2] - s * pe[..., 0::2]
+    return out
+
+
+def shift32(pe, delta, base=10000.0):
+    """A correct answer computed in float32 with torch."""
+    pe = torch.as_tensor(np.asarray(pe), dtype=torch.float32)
+    d = pe.shape[-1]
+    if d % 2:
+        raise ValueError(f"the last dimension must be even, got {d}")
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    c, s = torch.cos(delta * theta), torch.sin(delta * theta)
+    out = torch.empty_like(pe)
     out[..., 0::2] = c * pe[..., 0::2] + s * pe[..., 1::2]
     out[..., 1::2] = c * pe[..., 1::2] - s * pe[..., 0::2]
     return out
@@ -417,38 +458,41 @@ def shift(pe, k, base=10000.0, direction=1.0, exponent=None):
 
 def test_ex_4_2(capsys) -> None:
     passes(CH4.check_shift_encoding, shift, 11, capsys)
+    passes(CH4.check_shift_encoding, shift32, 11, capsys)
     check = CH4.check_shift_encoding
     fails(
         check,
-        lambda pe, k, base=1e4: shift(pe, k, base, -1.0),
+        lambda pe, delta, base=1e4: shift(pe, delta, base, -1.0),
         "wrong way",
-        "d = 8, k = 3",
+        "d = 8, delta = 3",
         "first row",
     )
     fails(
         check,
-        lambda pe, k, base=1e4: shift(
-            pe, k, base, exponent=lambda d: np.arange(d // 2) / d
+        lambda pe, delta, base=1e4: shift(
+            pe, delta, base, exponent=lambda d: np.arange(d // 2) / d
         ),
         "i/d instead of 2i/d",
     )
     fails(
         check,
-        lambda pe, k, base=1e4: shift(pe, k),
+        lambda pe, delta, base=1e4: shift(pe, delta),
         "base argument is ignored",
         "base = 100",
     )
-    fails(check, lambda pe, k, base=1e4: np.array(pe, dtype=float), "input comes back")
+    fails(
+        check, lambda pe, delta, base=1e4: np.array(pe, dtype=float), "input comes back"
+    )
 
-    def in_place(pe, k, base=1e4):
-        pe[...] = shift(pe, k, base)
+    def in_place(pe, delta, base=1e4):
+        pe[...] = shift(pe, delta, base)
         return pe
 
     fails(check, in_place, "modified in place")
 
-    def no_validation(pe, k, base=1e4):
+    def no_validation(pe, delta, base=1e4):
         pe = np.asarray(pe, dtype=float)
-        return pe if pe.shape[-1] % 2 else shift(pe, k, base)
+        return pe if pe.shape[-1] % 2 else shift(pe, delta, base)
 
     fails(check, no_validation, "odd width 7", "got no error")
 
@@ -461,6 +505,13 @@ def gram(T, d, base=10000.0):
 
 def test_ex_4_3(capsys) -> None:
     passes(CH4.check_offset_gram, gram, 5, capsys)
+    passes(
+        CH4.check_offset_gram,
+        lambda T, d, base=1e4: torch.tensor(gram(T, d, base), dtype=torch.float64)
+        .float(),  # a float32 answer
+        5,
+        capsys,
+    )
     check = CH4.check_offset_gram
     fails(
         check,
@@ -513,8 +564,25 @@ def scores(Q, K, base=10000.0):
     return q @ k.T
 
 
+def scores32(Q, K, base=10000.0):
+    """A correct answer from the offsets alone, in float32 with torch."""
+    Q = torch.as_tensor(Q, dtype=torch.float32)
+    K = torch.as_tensor(K, dtype=torch.float32)
+    if Q.shape[1] % 2:
+        raise ValueError("d must be even")
+    T, d = Q.shape
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    delta = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).float()
+    q0, q1, k0, k1 = Q[:, 0::2], Q[:, 1::2], K[:, 0::2], K[:, 1::2]
+    dot = q0[:, None] * k0[None] + q1[:, None] * k1[None]
+    cross = q1[:, None] * k0[None] - q0[:, None] * k1[None]
+    angle = delta[..., None] * theta
+    return (torch.cos(angle) * dot - torch.sin(angle) * cross).sum(-1)
+
+
 def test_ex_5_3(capsys) -> None:
     passes(CH5.check_rope_scores, scores, 4, capsys)
+    passes(CH5.check_rope_scores, scores32, 4, capsys)
     check = CH5.check_rope_scores
 
     def reversed_offsets(Q, K, base=1e4):
@@ -586,6 +654,10 @@ def test_ex_6_2(capsys) -> None:
         "n_heads = 4, head_dim = 8, to = 'halves'",
     )
     fails(check, lambda W, h, d, to: convert(W, 1, h * d, to), "whole matrix")
+    # the failure shows the first differing entry, not the expected row order
+    message = fails(check, lambda W, h, d, to: convert(W, h, d, to) * 0 + 1,
+                    "at [0, 0]")
+    assert "row order" not in message and "[0, 2, 4, 6" not in message
 
     def odd_first(W, h, d, to):
         convert(W, h, d, to)
@@ -656,8 +728,16 @@ def next_positions(mask, new):
 
 
 def test_ex_6_5(capsys) -> None:
-    passes(CH6.check_next_position_ids, next_positions, 4, capsys)
+    passes(CH6.check_next_position_ids, next_positions, 7, capsys)
     check = CH6.check_next_position_ids
+    # float position ids have the right values but cannot index a cache
+    fails(check, lambda m, n: next_positions(m, n).float(), "integer positions",
+          "float32")
+    fails(check, lambda m, n: next_positions(m, n).double(), "integer positions",
+          "float64")
+    # the first differing position is shown
+    fails(check, lambda m, n: next_positions(m, n) + (torch.arange(n) > 0),
+          "at position 1", "the values before this position are right")
     fails(
         check,
         lambda m, n: m.shape[1] + torch.arange(n).expand(m.shape[0], n),
@@ -694,7 +774,13 @@ def first_zero(d, base=10000.0):
 
 
 def test_ex_7_2(capsys) -> None:
-    passes(CH7.check_first_zero_finite_sum, first_zero, 12, capsys)
+    passes(CH7.check_first_zero_finite_sum, first_zero, 4, capsys)
+    # a correct answer in float32 passes too, and one computed with a coarser bracket
+    passes(CH7.check_first_zero_finite_sum,
+           lambda d, base=1e4: np.float32(first_zero(d, base)), 4, capsys)
+    passes(CH7.check_first_zero_finite_sum,
+           lambda d, base=1e4: torch.tensor(first_zero(d, base), dtype=torch.float64),
+           4, capsys)
     check = CH7.check_first_zero_finite_sum
     fails(
         check,
@@ -711,7 +797,8 @@ def test_ex_7_2(capsys) -> None:
         lambda d, base=1e4: 3 * np.pi / 2 if d == 2 else first_zero(d, base),
         "not the first",
     )
-    fails(check, lambda d, base=1e4: first_zero(d, base) + 1e-3, "expected a zero in")
+    fails(check, lambda d, base=1e4: first_zero(d, base) + 1e-3,
+          "|difference| 1.00e-03", "d = 2, base = 10000")
     assert x0 > 0.6
 
 
@@ -730,6 +817,8 @@ def base_for_context(L):
 
 def test_ex_7_3(capsys) -> None:
     passes(CH7.check_base_for_context, base_for_context, 4, capsys)
+    passes(CH7.check_base_for_context, lambda L: np.float32(base_for_context(L)), 4,
+           capsys)
     check = CH7.check_base_for_context
     x0 = brentq(lambda x: sici(x)[1], 0.3, 1.0)
     fails(check, lambda L: L / x0, "approximation L / x0", "L = 100")
@@ -737,3 +826,33 @@ def test_ex_7_3(capsys) -> None:
     fails(check, lambda L: float(L), "base equals L")
     fails(check, lambda L: L * x0, "times x0")
     fails(check, lambda L: base_for_context(max(L, 10)), "L = 0", "got no error")
+
+
+# --------------------------------------------------- checks hold values, not solutions
+
+
+def check_source(stem: str, name: str) -> str:
+    """The source of one check function, as the notebook (and the student edition) shows
+    it."""
+    for cell in read(NOTEBOOKS / f"{stem}.ipynb").cells:
+        if f"def {name}(" in cell.source:
+            text = cell.source[cell.source.index(f"def {name}("):]
+            end = text.find("\ndef ", 1)
+            return text if end < 0 else text[:end]
+    raise LookupError(name)
+
+
+@pytest.mark.parametrize("stem, name, forbidden", [
+    ("06_rope_in_code", "check_convert_qk_weight",
+     ("permute_head_rows(W", "interleaved_to_halves_perm(8)")),
+    ("06_rope_in_code", "check_next_position_ids",
+     ("position_ids_from_mask", "cumsum")),
+    ("07_long_range_decay", "check_first_zero_finite_sum", ("brentq(",)),
+    ("07_long_range_decay", "check_base_for_context",
+     ("brentq(", "first_zero_integral(b) -")),
+])
+def test_chapter_6_and_7_checks_hold_expected_values(stem, name, forbidden) -> None:
+    """The student edition shows the check's source: it must not compute the answer."""
+    source = check_source(stem, name)
+    for text in forbidden:
+        assert text not in source, f"{name} computes the answer with {text!r}"
