@@ -40,6 +40,30 @@ def hf_rope(x: torch.Tensor, position_ids: torch.Tensor, base: float = 1e4):
     return apply_rotary_pos_emb(x.float(), x.float(), cos, sin)[0]
 
 
+U32 = 2.0**-24  # float32's unit roundoff, stated here
+
+
+def float32_rope_bound(x: torch.Tensor, max_angle: float, base: float = 1e4):
+    """How far a float32 RoPE of x (transformers') may be from an exact one, for every
+    coordinate (split halves): tables within g = max_angle (ln b + 7)u + 4u (the angle's
+    relative error from exponent, power within 2 ulp, reciprocal and product; cos and
+    sin within 2 ulp), Chapter 11's lemma for the products and the sum, plus u for x
+    itself rounded to float32 and for a float32 result: (2u(1+u)(1+g) + g + 2u) times
+    |x_i| + |x_i+d/2|."""
+    g = max_angle * (math.log(base) + 7) * U32 + 4 * U32
+    a = x.double().abs()
+    half = x.shape[-1] // 2
+    pair = a[..., :half] + a[..., half:]
+    return (2 * U32 * (1 + U32) * (1 + g) + g + 2 * U32) * torch.cat((pair, pair), -1)
+
+
+def logit_bound(q, k, q_bound, k_bound):
+    """|q.k - q'.k'| for |q - q'| <= q_bound and |k - k'| <= k_bound entrywise, summed
+    over the last axis (the sum itself in float64: its rounding is negligible)."""
+    qa, ka = q.double().abs(), k.double().abs()
+    return (qa @ k_bound.mT + q_bound @ ka.mT + q_bound @ k_bound.mT)
+
+
 def permutation(d: int) -> torch.Tensor:
     """Evens then odds, written out here (not the chapter's function)."""
     return torch.tensor([*range(0, d, 2), *range(1, d, 2)])
@@ -75,12 +99,12 @@ def test_interleaved_reference_matches_transformers(batch, heads, length, half, 
     perm = permutation(d)
     ours = CH.rope_interleaved_reference(x, positions)[..., perm]
     assert ours.dtype == torch.float32
-    assert torch.allclose(ours, hf_rope(x[..., perm], positions), atol=2e-3)
-    assert torch.allclose(
-        CH.rope_interleaved_reference(x, positions, 500.0)[..., perm],
-        hf_rope(x[..., perm], positions, 500.0),
-        atol=2e-3,
-    )
+    # float64 rounded once to float32 (u) against transformers in float32
+    for base in (1e4, 500.0):
+        ours = CH.rope_interleaved_reference(x, positions, base)[..., perm]
+        theirs = hf_rope(x[..., perm], positions, base)
+        limit = float32_rope_bound(x[..., perm], 2999.0, base)
+        assert bool(((ours.double() - theirs.double()).abs() <= limit).all())
 
 
 def test_interleaved_reference_validates() -> None:
@@ -136,14 +160,16 @@ def test_gqa_logits_against_an_explicit_loop() -> None:
         q = X @ W_q[h * head_dim : (h + 1) * head_dim].T
         k = X @ W_k[kv * head_dim : (kv + 1) * head_dim].T
         assert torch.allclose(got[h], q @ k.T)
-    rotated = CH.gqa_logits(W_q, W_k, X, 4, 2, CH.apply_rope_halves)
+    rotated = CH.gqa_logits(W_q, W_k, X, 4, 2, CH.apply_rope_halves)  # float64
     for h in range(4):
         kv = h // 2
-        q = hf_rope((X @ W_q[h * head_dim : (h + 1) * head_dim].T)[None, None],
-                    torch.arange(T)[None])[0, 0].double()
-        k = hf_rope((X @ W_k[kv * head_dim : (kv + 1) * head_dim].T)[None, None],
-                    torch.arange(T)[None])[0, 0].double()
-        assert torch.allclose(rotated[h], q @ k.T, atol=1e-3)
+        raw_q = (X @ W_q[h * head_dim : (h + 1) * head_dim].T)[None, None]
+        raw_k = (X @ W_k[kv * head_dim : (kv + 1) * head_dim].T)[None, None]
+        q = hf_rope(raw_q, torch.arange(T)[None])[0, 0].double()  # float32
+        k = hf_rope(raw_k, torch.arange(T)[None])[0, 0].double()
+        limit = logit_bound(q, k, float32_rope_bound(raw_q, T - 1)[0, 0],
+                            float32_rope_bound(raw_k, T - 1)[0, 0])
+        assert bool(((rotated[h] - q @ k.T).abs() <= limit).all())
 
 
 def test_gqa_logits_validates() -> None:
@@ -161,6 +187,9 @@ def test_cos_error_by_position() -> None:
     rotary = model.model.rotary_emb
     errors = CH.cos_error_by_position(rotary, 8192)
     assert errors.shape == (8192,) and errors.dtype == torch.float64
+    # 1e-3 from the bound: theta_0 = 1 exactly, and for i >= 1 the angle m theta_i <=
+    # 8191 * 10000**(-1/8) = 2590 rad has relative error <= 6u (exponents 2i/16 exact,
+    # power within 2 ulp, reciprocal, product): 2590 * 6u + 4u = 9.3e-4
     assert errors[0] == 0 and errors.max() < 1e-3 and errors[1000] > 0
     cast = copy.deepcopy(rotary).to(torch.bfloat16)
     cast_errors = CH.cos_error_by_position(cast, 8001)
@@ -174,6 +203,7 @@ def test_cos_error_by_position() -> None:
         head_dim=16,
         rope_parameters={"rope_type": "default", "rope_theta": 500.0},
     )
+    # the same bound with base 500: 3999 * 500**(-1/8) * 6u + 4u = 6.6e-4
     assert CH.cos_error_by_position(LlamaRotaryEmbedding(config), 4000).max() < 1e-3
     with pytest.raises(TypeError, match="rotary"):
         CH.cos_error_by_position(torch.nn.Linear(2, 2), 10)
@@ -199,9 +229,16 @@ def test_full_pass_last_logits_against_transformers() -> None:
     positions = torch.tensor([[0, 0, 1, 2], [0, 1, 2, 3]])
     q_rot, k_rot = hf_rope(q, positions), hf_rope(k, positions)
     want = torch.einsum("bhd,bhtd->bht", q_rot[:, :, -1], k_rot)
-    got = CH.full_pass_last_logits(q, k, mask)
+    got = CH.full_pass_last_logits(q, k, mask)  # float32 inputs, Chapter 6's angles
     assert got.shape == (2, 3, 4)
-    assert torch.allclose(got, want, atol=1e-4)
+    # both sides round in float32: each rotation within the bound of the exact one,
+    # the dot products of 8 terms within gamma_8 of their float32 sums
+    q_b, k_b = 2 * float32_rope_bound(q, 3.0), 2 * float32_rope_bound(k, 3.0)
+    limit = logit_bound(q_rot[:, :, -1:], k_rot, q_b[:, :, -1:], k_b)[:, :, 0]
+    gamma8 = 8 * U32 / (1 - 8 * U32)
+    limit = limit + 2 * gamma8 * (q_rot[:, :, -1:].double().abs()
+                                  @ k_rot.double().abs().mT)[:, :, 0]
+    assert bool(((got.double() - want.double()).abs() <= limit).all())
     other = CH.full_pass_last_logits(q, k, mask, base=100.0)
     assert not torch.allclose(other, got, atol=1e-3)
     with pytest.raises(ValueError, match="one shape"):
@@ -256,6 +293,8 @@ def closed_form_dynamic(d, base, factor, length, seq_len) -> torch.Tensor:
 def test_dynamic_inv_freq_closed_form(seq_len) -> None:
     got = CH.dynamic_inv_freq(16, 10000.0, 2.0, 64, seq_len)
     assert got.shape == (8,)
+    # float32 against float64: relative error <= (ln b' + 6)u < 1.2e-6 for the bases
+    # b' <= 3e5 here; rtol 1e-5 stays far below the effects tested (factors of 2)
     assert torch.allclose(got.double(), closed_form_dynamic(16, 1e4, 2.0, 64, seq_len),
                           rtol=1e-5)
     other = CH.dynamic_inv_freq(32, 500.0, 4.0, 100, seq_len)
@@ -282,7 +321,9 @@ def test_rope_with_inv_freq() -> None:
     inv_freq = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
     got = CH.rope_with_inv_freq(x, positions, inv_freq)
     want = hf_rope(x[:, None].float(), positions[None].expand(2, 5))[:, 0]
-    assert got.dtype == torch.float64 and torch.allclose(got.float(), want, atol=1e-3)
+    assert got.dtype == torch.float64
+    limit = float32_rope_bound(x, 2000.0)  # transformers in float32, angles <= 2000
+    assert bool(((got - want.double()).abs() <= limit).all())
     pair = CH.rope_with_inv_freq(torch.tensor([[0.0, 1.0]]), torch.tensor([2]),
                                  torch.tensor([0.5]))
     assert torch.allclose(pair, torch.tensor([[-math.sin(1.0), math.cos(1.0)]],
