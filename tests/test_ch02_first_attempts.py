@@ -121,11 +121,11 @@ def test_translation_codes_have_an_exact_shift_map(T, d, scale) -> None:
 
 @settings(max_examples=30, deadline=None)
 @given(T=st.integers(12, 100), angles=st.lists(st.floats(0.01, 3.0), min_size=1, max_size=3),
-       k=st.integers(1, 3))
-def test_rotating_codes_have_an_exact_shift_map(T, angles, k) -> None:
+       offset=st.integers(1, 3))
+def test_rotating_codes_have_an_exact_shift_map(T, angles, offset) -> None:
     m = np.arange(T)[:, None]
     codes = np.hstack([np.hstack([np.cos(m * a), np.sin(m * a)]) for a in angles])
-    assert ch.shift_map_error(codes, k=k) < 1e-6
+    assert ch.shift_map_error(codes, offset=offset) < 1e-6
 
 
 @settings(max_examples=30, deadline=None)
@@ -213,8 +213,8 @@ def test_bad_inputs_raise_clear_errors() -> None:
         ch.shift_map_error(np.random.default_rng(0).standard_normal((6, 8)))
     with pytest.raises(ValueError, match="shape \\(positions, d\\)"):
         ch.shift_map_error(np.arange(10.0))
-    with pytest.raises(ValueError, match="k \\(the offset\\)"):
-        ch.shift_map_error(np.ones((20, 1)), k=0)
+    with pytest.raises(ValueError, match="offset must be a positive integer"):
+        ch.shift_map_error(np.ones((20, 1)), offset=0)
     with pytest.raises(ValueError, match="all target codes are equal"):
         ch.shift_map_error(np.ones((20, 1)))
     with pytest.raises(ValueError, match="same width"):
@@ -305,10 +305,10 @@ def test_similarity_explorer_starts_at_the_chosen_row() -> None:
 def test_lag_profile_of_a_random_matrix(n, seed) -> None:
     S = np.random.default_rng(seed).standard_normal((n, n))
     low, mean, high = ch.lag_profile(S)
-    for k in range(1, n):
-        entries = [S[m, m + k] for m in range(n - k)]  # above the diagonal: n = m + k
-        assert low[k - 1] == min(entries) and high[k - 1] == max(entries)
-        assert np.isclose(mean[k - 1], sum(entries) / len(entries))
+    for delta in range(1, n):
+        entries = [S[m, m + delta] for m in range(n - delta)]  # above the diagonal
+        assert low[delta - 1] == min(entries) and high[delta - 1] == max(entries)
+        assert np.isclose(mean[delta - 1], sum(entries) / len(entries))
     assert np.all(low <= mean) and np.all(mean <= high)
 
 
@@ -368,17 +368,17 @@ def test_binary_encoding_hand_computed_and_boundary() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(T=st.integers(12, 40), d=st.integers(1, 3), k=st.integers(1, 4),
+@given(T=st.integers(12, 40), d=st.integers(1, 3), offset=st.integers(1, 4),
        seed=st.integers(0, 2**32 - 1))
-def test_shift_map_error_matches_an_independent_fit(T, d, k, seed) -> None:
+def test_shift_map_error_matches_an_independent_fit(T, d, offset, seed) -> None:
     codes = np.random.default_rng(seed).standard_normal((T, d))
-    X = np.column_stack([codes[: T - k], np.ones(T - k)])
-    Y = codes[k:]
+    X = np.column_stack([codes[: T - offset], np.ones(T - offset)])
+    Y = codes[offset:]
     coefficients = np.linalg.pinv(X) @ Y
     expected = np.linalg.norm(X @ coefficients - Y) / np.linalg.norm(Y - Y.mean(axis=0))
-    assert ch.shift_map_error(codes, k) == pytest.approx(expected, rel=1e-9)
-    if k == 1:
-        assert ch.shift_map_error(codes) == pytest.approx(expected, rel=1e-9)  # default k
+    assert ch.shift_map_error(codes, offset) == pytest.approx(expected, rel=1e-9)
+    if offset == 1:
+        assert ch.shift_map_error(codes) == pytest.approx(expected, rel=1e-9)  # default
 
 
 def test_shift_map_error_needs_more_pairs_than_unknowns() -> None:
@@ -387,7 +387,7 @@ def test_shift_map_error_needs_more_pairs_than_unknowns() -> None:
     with pytest.raises(ValueError, match="fits 4 pairs exactly"):
         ch.shift_map_error(codes[:5])  # 4 pairs, 4 unknowns
     with pytest.raises(ValueError, match="fits 4 pairs exactly"):
-        ch.shift_map_error(codes, k=2)
+        ch.shift_map_error(codes, offset=2)
 
 
 @settings(max_examples=30, deadline=None)
@@ -466,3 +466,94 @@ def test_binary_encoding_says_how_many_bits_are_needed() -> None:
 def test_axis_grid_shift_error_rejects_constant_codes() -> None:
     with pytest.raises(ValueError, match="all target codes are equal"):
         ch.axis_grid_shift_error(np.ones((6, 3)), (1, 0))
+
+
+# --- The scorecard: per-coordinate excursions, neighbour gaps, measure_code and score --------
+
+def sinusoidal(T: int, d: int, base: float = 10000.0) -> np.ndarray:
+    angles = np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(T, d)
+
+
+def test_coordinate_excursions_hand_computed() -> None:
+    train = np.array([[0.0, 10.0, 5.0], [2.0, 30.0, 5.0]])  # ranges [0, 2], [10, 30], {5}
+    new = np.array([[3.0, 20.0, 5.0], [1.0, 5.0, 5.0]])
+    assert ch.coordinate_excursions(train, new).tolist() == [0.5, 0.25, 0.0]
+    assert ch.coordinate_excursions(train, [1.0, 20.0, 6.0]).tolist() == [0, 0, np.inf]
+    assert ch.range_excursion(train, new) == 0.5
+
+
+def test_neighbours_kept_allows_rounding_not_a_smaller_gap() -> None:
+    train = np.arange(10.0)[:, None]
+    assert ch.neighbours_kept(train, train + 100)  # the same gaps
+    assert ch.neighbours_kept(train, (train + 100) * (1 - 1e-12))  # rounding-size change
+    assert not ch.neighbours_kept(train, (train + 100) / 2)  # halved, like m/T at 2T
+
+
+def test_measure_code_and_score_of_an_integer_and_a_sinusoidal_code() -> None:
+    d, token_norm = 8, 1.0
+    integer = ch.measure_code(lambda T: ch.broadcast_code(ch.integer_positions(T), d),
+                              ch.broadcast_code(ch.integer_positions(32), d // 2), 0,
+                              token_norm, train_len=64)
+    assert integer["excursion"] == pytest.approx(64 / 63) and integer["gap_ok"]
+    assert integer["scale"] == pytest.approx(63 * np.sqrt(d))
+    assert ch.score(integer) == {"D1": True, "D2": True, "D3": False, "D4": True, "D5": True}
+    # slow planes: base 10000 with d = 8 has frequencies 1, 0.1, 0.01, 0.001; in 64
+    # positions the last two turn less than once, so new positions leave their range
+    waves = ch.measure_code(lambda T: sinusoidal(T, d), sinusoidal(32, d // 2), 0,
+                            token_norm, train_len=64)
+    table = sinusoidal(128, d)
+    outside = ch.coordinate_excursions(table[:64], table[64:]) >= 0.01
+    assert outside[:4].sum() == 0 and outside[4:].all()
+    assert waves["gap_ok"] and waves["shift"] < 1e-9 and waves["grid_shift"] < 1e-9
+    assert ch.score(waves) == {"D1": True, "D2": True, "D3": False, "D4": True, "D5": True}
+
+
+def test_measure_code_without_codes_past_the_table() -> None:
+    table = np.random.default_rng(0).standard_normal((100, 6))
+
+    def lookup(T: int) -> np.ndarray:
+        if T > 100:
+            raise IndexError("index out of range in self")
+        return table[:T]
+
+    m = ch.measure_code(lookup, None, table.size, 2.0, train_len=64)
+    assert not m["has_code"] and np.isnan(m["excursion"]) and not m["gap_ok"]
+    assert m["grid_shift"] == np.inf and m["parameters"] == 600 and m["drift"] == 0
+    assert ch.score(m) == {"D1": True, "D2": False, "D3": False, "D4": False, "D5": False}
+    assert m["scale"] == pytest.approx(np.linalg.norm(table[63]) / 2)
+
+
+def test_score_thresholds_and_the_d3_note() -> None:
+    base = dict(distinct=True, drift=0.0, shift=0.0, has_code=True, excursion=0.0,
+                gap_ok=True, parameters=0, grid_shift=0.0, scale=1.0)
+    assert all(ch.score(base).values())
+    assert not ch.score(base | {"excursion": 0.01})["D3"]
+    assert ch.score(base | {"excursion": 0.0099})["D3"]
+    assert not ch.score(base | {"shift": 1e-6})["D2"]
+    assert not ch.score(base | {"drift": 1e-3})["D1"]
+    assert not ch.score(base | {"parameters": 5})["D5"]
+    assert ch._d3_note(base | {"excursion": 3.0049}) == "up to 300% beyond the trained range"
+    reason = base | {"excursion": 3.0, "d3_reason": "slow planes"}
+    assert ch._d3_note(reason) == "up to 300% beyond the trained range: slow planes"
+    assert ch._d3_note(base | {"gap_ok": False}) == (
+        "in range, neighbours closer than in training")
+    html = ch.scorecard_html({"code": reason}, {"code": ch.score(reason)})
+    assert "✗ up to 300% beyond the trained range: slow planes" in html
+
+
+def test_error_note_hides_rounding_digits() -> None:
+    assert ch._error_note(5.4e-15) == "error < 1e-6 (rounding)"
+    assert ch._error_note(0.538) == "error 0.54" and ch._error_note(np.inf) == "no code"
+
+
+def test_the_exercise_samples_are_entries_of_the_sinusoidal_encoding() -> None:
+    """The literal expected values of Exercise 2.4's check, against numpy in float64."""
+    samples = ch._sinusoidal_samples()
+    assert sum(len(points) for points in samples.values()) == 54
+    for (T, d, base), points in samples.items():
+        for (m, j), value in points.items():
+            assert 0 <= m < T and 0 <= j < d
+            angle = m * base ** (-2 * (j // 2) / d)
+            assert value == pytest.approx(np.cos(angle) if j % 2 else np.sin(angle),
+                                          abs=1e-12)  # float64: angles < 600 round < 1e-13

@@ -39,6 +39,31 @@ def test_feedback_helper_shows_and_recognises() -> None:
     assert CH1.recognise([3.0, 4.0], mistakes, 0.0) == "b"
     assert CH1.recognise([3.0, 5.0], mistakes, 0.0) == ""
     assert CH1.recognise([3.0], mistakes, 0.0) == ""
+    # a mistake recognised from the answer's structure is a bool
+    structural = {"not this one": False, "this one": np.bool_(True), "b": [3.0, 4.0]}
+    assert CH1.recognise([3.0, 4.0], structural, 0.0) == "this one"
+    assert CH1.recognise([9.0], {"no": False}, 0.0) == ""
+
+
+def test_close_shows_enough_digits_to_tell_expected_from_got() -> None:
+    assert CH1.shown_apart(0.5, 0.25) == ("0.5", "0.25")
+    assert CH1.shown_apart(1.0, 1.0 + 1e-7) == ("1.0", "1.0000001")
+    assert CH1.shown_apart(0.5403023058681398, 0.5403023) == ("0.54030231", "0.5403023")
+    assert CH1.shown_apart(1e-20, 1.00001e-20) == ("1.0e-20", "1.00001e-20")
+    assert CH1.shown_apart("a", "b") == ("a", "b")
+    check = CH1.ExerciseCheck("Exercise 0.0")
+    with pytest.raises(AssertionError) as info:
+        check.close("c", "x", np.float32([0.0, 1.0 + 2**-18]), [0.0, 1.0])  # 64 u off
+    assert "expected 1.0 at [1], got 1.000004" in str(info.value)
+
+
+def test_close_names_the_entry_with_where() -> None:
+    check = CH1.ExerciseCheck("Exercise 0.0")
+    rows, columns = [0, 7], [3, 5]
+    with pytest.raises(AssertionError) as info:
+        check.close("c", "x", [[0.0, 0.0], [0.0, 0.5]], np.zeros((2, 2)),
+                    where=lambda i: f"PE({rows[i[0]]})[{columns[i[1]]}]")
+    assert "expected 0.0 at PE(7)[5], got 0.5" in str(info.value)
 
 
 def test_borrowed_value_error_is_refused() -> None:
@@ -96,6 +121,9 @@ def test_close_names_a_known_mistake_first() -> None:
 def test_same_shows_only_the_first_difference() -> None:
     check = CH1.ExerciseCheck("Exercise 0.0")
     check.same("c", "x", [3, 1, 2], [3, 1, 2])
+    table_message = r"expected 5 at position 2 \(\[1, 0\]\), got 4"
+    with pytest.raises(AssertionError, match=table_message):
+        check.same("c", "x", [[1, 2], [4, 6]], [[1, 2], [5, 6]])
     with pytest.raises(AssertionError) as info:
         check.same("c", "x", [3, 2, 1, 0], [3, 1, 2, 0])
     message = str(info.value)
@@ -134,42 +162,52 @@ def test_rounding_helpers() -> None:
 # --------------------------------------------------------------------------- Chapter 1
 
 
-def causal(T, a, b):
-    low, high = sorted((a, b))
-    return [True] * T if a == b else [m < low or m > high for m in range(T)]
+def causal(T, m1, m2):
+    low, high = sorted((m1, m2))
+    return [True] * T if m1 == m2 else [m < low or m > high for m in range(T)]
+
+
+def causal_loop(T, m1, m2):  # written differently: a loop and numpy booleans
+    out = np.ones(T, dtype=bool)
+    for m in range(min(m1, m2), max(m1, m2) + 1):
+        out[m] = m1 == m2
+    return out
 
 
 def test_ex_1_3(capsys) -> None:
     passes(CH1.check_unchanged_causal_outputs, causal, 5, capsys)
+    passes(CH1.check_unchanged_causal_outputs, causal_loop, 5, capsys)
     check = CH1.check_unchanged_causal_outputs
-    fails(
+    message = fails(
         check,
-        lambda T, a, b: [m not in (a, b) for m in range(T)],
+        lambda T, m1, m2: [m not in (m1, m2) for m in range(T)],
         "without a mask",
-        "T = 6, a = 1, b = 4",
+        "T = 6, m1 = 1, m2 = 4",
+        "expected: False at position 2",
     )
+    assert "[True, False, False, False, False, True]" not in message  # not the answer
     fails(
         check,
-        lambda T, a, b: [m <= min(a, b) or m >= max(a, b) for m in range(T)],
+        lambda T, m1, m2: [m <= min(m1, m2) or m >= max(m1, m2) for m in range(T)],
         "off-by-one",
     )
     fails(
         check,
-        lambda T, a, b: [m < min(a, b) or a == b for m in range(T)],
+        lambda T, m1, m2: [m < min(m1, m2) or m1 == m2 for m in range(T)],
         "after the swap are marked as moved",
     )
     fails(
         check,
-        lambda T, a, b: [m < a or m > b for m in range(T)],
-        "a > b is not handled",
-        "T = 5, a = 3, b = 1",
+        lambda T, m1, m2: [m < m1 or m > m2 for m in range(T)],
+        "m1 > m2 is not handled",
+        "T = 5, m1 = 3, m2 = 1",
     )
     fails(
         check,
-        lambda T, a, b: [m < min(a, b) or m > max(a, b) for m in range(T)],
-        "a = b is not handled",
+        lambda T, m1, m2: [m < min(m1, m2) or m > max(m1, m2) for m in range(T)],
+        "m1 = m2 is not handled",
     )
-    fails(check, lambda T, a, b: [True] * (T + 1), "expected")
+    fails(check, lambda T, m1, m2: [True] * (T + 1), "expected shape (6,)")
 
 
 def pool(hidden, mask):
@@ -177,8 +215,14 @@ def pool(hidden, mask):
     return (hidden * weights).sum(1) / weights.sum(1)
 
 
+def pool_loop(hidden, mask):  # float64 and a loop: also correct
+    rows = [hidden[b][mask[b].bool()].double().mean(dim=0) for b in range(len(hidden))]
+    return torch.stack(rows)
+
+
 def test_ex_1_4(capsys) -> None:
     passes(CH1.check_masked_mean_pool, pool, 4, capsys)
+    passes(CH1.check_masked_mean_pool, pool_loop, 4, capsys)
     check = CH1.check_masked_mean_pool
     fails(check, lambda h, m: h.mean(dim=1), "plain mean", "mask row [1, 1, 0, 0, 0]")
     fails(
@@ -187,6 +231,9 @@ def test_ex_1_4(capsys) -> None:
         "divided by the padded",
     )
     fails(check, lambda h, m: pool(h, m)[:2], "shape")
+    message = fails(check, lambda h, m: pool(h, m) + 0.5,
+                    "expected 3.0 at [0], got 3.5", "none of the usual mistakes")
+    assert "[3.0, 4.0]" not in message  # only the first differing entry is shown
 
 
 # --------------------------------------------------------------------------- Chapter 2
@@ -205,6 +252,8 @@ def square(n, b, shift=0.5, sign=-1.0, period=1.0):
 
 def test_ex_2_2(capsys) -> None:
     passes(CH2.check_square_wave_bits, square, 4, capsys)
+    float32_bits = lambda n, b: torch.tensor(square(n, b)).float()  # noqa: E731
+    passes(CH2.check_square_wave_bits, float32_bits, 4, capsys)
     check = CH2.check_square_wave_bits
     fails(
         check,
@@ -216,6 +265,9 @@ def test_ex_2_2(capsys) -> None:
     fails(check, lambda n, b: square(n, b)[:, ::-1], "most significant bit first")
     fails(check, lambda n, b: square(n, b, period=0.5), "period is 2^i")
     fails(check, lambda n, b: square(n, b)[:, :-1], "shape")
+    message = fails(check, lambda n, b: 1 - square(n, b),
+                    "expected: 0.0 at position 0 ([0, 0])")
+    assert "[0.0, 1.0" not in message and "[[" not in message  # not the whole answer
 
 
 def gray(n, b):
@@ -225,10 +277,24 @@ def gray(n, b):
     return bits(n, b) * 0 + (((m ^ (m >> 1))[:, None] >> np.arange(b)) & 1)
 
 
+def gray_loop(n, b):  # written differently: integers, a loop, no xor formula
+    if n > 2**b:
+        raise ValueError(f"{n} positions need more than {b} bits")
+    out, code = np.zeros((n, b), dtype=int), [0] * b
+    for m in range(1, n):  # flip the bit a binary counter would carry into
+        code[(m & -m).bit_length() - 1] ^= 1
+        out[m] = code
+    return out
+
+
 def test_ex_2_3(capsys) -> None:
     passes(CH2.check_gray_code, gray, 5, capsys)
+    passes(CH2.check_gray_code, gray_loop, 5, capsys)
+    passes(CH2.check_gray_code, lambda n, b: gray(n, b).astype(np.float32), 5, capsys)
     check = CH2.check_gray_code
-    fails(check, lambda n, b: bits(n, b), "plain binary")
+    message = fails(check, lambda n, b: bits(n, b), "plain binary",
+                    "expected: 1 at position 6 ([2, 0])\n  got: 0.0")
+    assert "m ^ (m >> 1)" not in message
     fails(check, lambda n, b: gray(n, b)[:, ::-1], "most significant bit first")
     fails(
         check,
@@ -272,8 +338,30 @@ def codes(T, d, base=10000.0, first=np.sin, second=np.cos, exponent=None, start=
     return out
 
 
+def codes32(T, d, base=10000.0):  # float32 throughout, in torch: a correct answer
+    if d % 2:
+        raise ValueError(f"d must be even, got {d}")
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angles = torch.arange(T, dtype=torch.float32)[:, None] * theta
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(T, d)
+
+
+def codes_numpy32(T, d, base=10000.0):  # float32 in numpy, the exp-log form
+    if d % 2:
+        raise ValueError(f"d must be even, got {d}")
+    exponent = np.arange(0, d, 2, dtype=np.float32) * np.float32(-np.log(base) / d)
+    angles = np.arange(T, dtype=np.float32)[:, None] * np.exp(exponent)
+    out = np.empty((T, d), dtype=np.float32)
+    out[:, 0::2], out[:, 1::2] = np.sin(angles), np.cos(angles)
+    return out
+
+
 def test_ex_2_4(capsys) -> None:
-    passes(CH2.check_sinusoidal_codes, codes, 6, capsys)
+    passes(CH2.check_sinusoidal_codes, codes, 15, capsys)
+    passes(CH2.check_sinusoidal_codes, codes32, 15, capsys)
+    passes(CH2.check_sinusoidal_codes, codes_numpy32, 15, capsys)
+    passes(CH2.check_sinusoidal_codes, lambda T, d, base=1e4: torch.from_numpy(
+        codes(T, d, base)), 15, capsys)  # float64 tensors
     check = CH2.check_sinusoidal_codes
     fails(
         check,
@@ -315,6 +403,21 @@ def test_ex_2_4(capsys) -> None:
 
     fails(check, column_index, "column index j")
 
+    def doubled_index(T, d, base=1e4):  # frequencies indexed by column: b^(-2j/d)
+        angles = np.arange(T)[:, None] * base ** (-2 * np.arange(d) / d)
+        out = np.cos(angles)
+        out[:, 0::2] = np.sin(angles[:, 0::2])
+        return out
+
+    message = fails(check, doubled_index, "indexed by column", "T = 512, d = 64",
+                    "expected: 0.5403 at PE(1)[1]\n  got: 0.7318")
+    assert message.count("0.") < 12  # one entry, not the table
+
+    def through_float32(T, d, base=1e4):  # float64 values that went through float32
+        return codes32(T, d, base).double()
+
+    fails(check, through_float32, "precision mismatch", "T = 512, d = 64")
+
     def no_validation(T, d, base=1e4):
         theta = base ** (-np.arange(0, d, 2) / d)
         angles = np.arange(T)[:, None] * theta
@@ -342,6 +445,45 @@ def test_ex_2_4(capsys) -> None:
         return table
 
     fails(check, no_shift_map, "D2")
+
+
+HEADLINE = codes(512, 64)
+
+
+@pytest.mark.parametrize("name", ["table", "d=64", "base=10000", "T<=512", "d>=8"])
+def test_ex_2_4_refuses_hard_coded_answers(name) -> None:
+    """Answers that are right only for the sizes a learner tried first do not pass."""
+    def answer(T, d, base=1e4):
+        if d % 2:
+            raise ValueError(f"d must be even, got {d}")
+        if name == "table":  # the headline table, memorised
+            return HEADLINE if (T, d) == (512, 64) else np.zeros((T, d))
+        if name == "d=64":  # the width hard-coded in the exponent
+            angles = np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / 64)
+        elif name == "base=10000":  # a literal base
+            return codes(T, d)
+        elif name == "T<=512":  # a fixed table, cut to length
+            return codes(512, d, base)[:T]
+        else:  # a special case for tiny widths that is wrong
+            return codes(T, d, base) if d >= 8 else np.tile([0.0, 1.0], (T, d // 2))
+        out = np.empty((T, d))
+        out[:, 0::2], out[:, 1::2] = np.sin(angles), np.cos(angles)
+        return out
+
+    with pytest.raises(AssertionError, match="Exercise 2.4"):
+        CH2.check_sinusoidal_codes(answer)
+
+
+def test_ex_2_4_mistakes_are_named_from_the_structure_alone() -> None:
+    """The diagnosis reads layout and frequencies off the answer: no reference table."""
+    d, base = 10, 37.5
+    right = codes(9, d, base)
+    assert not any(CH2._sinusoidal_mistakes(right, d, base).values())
+    assert not any(CH2._sinusoidal_mistakes(codes32(9, d, base), d, base).values())
+    named = CH2._sinusoidal_mistakes(codes(9, d, base, np.cos, np.sin), d, base)
+    assert [k for k, v in named.items() if v] == [
+        "sin and cos are swapped (cos belongs in the odd columns)"]
+    assert CH2._sinusoidal_mistakes(right[:1], d, base) == {}  # one row: no frequencies
 
 
 # --------------------------------------------------------------------------- Chapter 3
