@@ -40,6 +40,30 @@ def hf_rope(x: torch.Tensor, position_ids: torch.Tensor, base: float = 1e4):
     return apply_rotary_pos_emb(x.float(), x.float(), cos, sin)[0]
 
 
+U32 = 2.0**-24  # float32's unit roundoff, stated here
+
+
+def float32_rope_bound(x: torch.Tensor, max_angle: float, base: float = 1e4):
+    """How far a float32 RoPE of x (transformers') may be from an exact one, for every
+    coordinate (split halves): tables within g = max_angle (ln b + 7)u + 4u (the angle's
+    relative error from exponent, power within 2 ulp, reciprocal and product; cos and
+    sin within 2 ulp), Chapter 11's lemma for the products and the sum, plus u for x
+    itself rounded to float32 and for a float32 result: (2u(1+u)(1+g) + g + 2u) times
+    |x_i| + |x_i+d/2|."""
+    g = max_angle * (math.log(base) + 7) * U32 + 4 * U32
+    a = x.double().abs()
+    half = x.shape[-1] // 2
+    pair = a[..., :half] + a[..., half:]
+    return (2 * U32 * (1 + U32) * (1 + g) + g + 2 * U32) * torch.cat((pair, pair), -1)
+
+
+def logit_bound(q, k, q_bound, k_bound):
+    """|q.k - q'.k'| for |q - q'| <= q_bound and |k - k'| <= k_bound entrywise, summed
+    over the last axis (the sum itself in float64: its rounding is negligible)."""
+    qa, ka = q.double().abs(), k.double().abs()
+    return (qa @ k_bound.mT + q_bound @ ka.mT + q_bound @ k_bound.mT)
+
+
 def permutation(d: int) -> torch.Tensor:
     """Evens then odds, written out here (not the chapter's function)."""
     return torch.tensor([*range(0, d, 2), *range(1, d, 2)])
@@ -75,12 +99,12 @@ def test_interleaved_reference_matches_transformers(batch, heads, length, half, 
     perm = permutation(d)
     ours = CH.rope_interleaved_reference(x, positions)[..., perm]
     assert ours.dtype == torch.float32
-    assert torch.allclose(ours, hf_rope(x[..., perm], positions), atol=2e-3)
-    assert torch.allclose(
-        CH.rope_interleaved_reference(x, positions, 500.0)[..., perm],
-        hf_rope(x[..., perm], positions, 500.0),
-        atol=2e-3,
-    )
+    # float64 rounded once to float32 (u) against transformers in float32
+    for base in (1e4, 500.0):
+        ours = CH.rope_interleaved_reference(x, positions, base)[..., perm]
+        theirs = hf_rope(x[..., perm], positions, base)
+        limit = float32_rope_bound(x[..., perm], 2999.0, base)
+        assert bool(((ours.double() - theirs.double()).abs() <= limit).all())
 
 
 def test_interleaved_reference_validates() -> None:
@@ -136,14 +160,16 @@ def test_gqa_logits_against_an_explicit_loop() -> None:
         q = X @ W_q[h * head_dim : (h + 1) * head_dim].T
         k = X @ W_k[kv * head_dim : (kv + 1) * head_dim].T
         assert torch.allclose(got[h], q @ k.T)
-    rotated = CH.gqa_logits(W_q, W_k, X, 4, 2, CH.apply_rope_halves)
+    rotated = CH.gqa_logits(W_q, W_k, X, 4, 2, CH.apply_rope_halves)  # float64
     for h in range(4):
         kv = h // 2
-        q = hf_rope((X @ W_q[h * head_dim : (h + 1) * head_dim].T)[None, None],
-                    torch.arange(T)[None])[0, 0].double()
-        k = hf_rope((X @ W_k[kv * head_dim : (kv + 1) * head_dim].T)[None, None],
-                    torch.arange(T)[None])[0, 0].double()
-        assert torch.allclose(rotated[h], q @ k.T, atol=1e-3)
+        raw_q = (X @ W_q[h * head_dim : (h + 1) * head_dim].T)[None, None]
+        raw_k = (X @ W_k[kv * head_dim : (kv + 1) * head_dim].T)[None, None]
+        q = hf_rope(raw_q, torch.arange(T)[None])[0, 0].double()  # float32
+        k = hf_rope(raw_k, torch.arange(T)[None])[0, 0].double()
+        limit = logit_bound(q, k, float32_rope_bound(raw_q, T - 1)[0, 0],
+                            float32_rope_bound(raw_k, T - 1)[0, 0])
+        assert bool(((rotated[h] - q @ k.T).abs() <= limit).all())
 
 
 def test_gqa_logits_validates() -> None:
@@ -161,6 +187,9 @@ def test_cos_error_by_position() -> None:
     rotary = model.model.rotary_emb
     errors = CH.cos_error_by_position(rotary, 8192)
     assert errors.shape == (8192,) and errors.dtype == torch.float64
+    # 1e-3 from the bound: theta_0 = 1 exactly, and for i >= 1 the angle m theta_i <=
+    # 8191 * 10000**(-1/8) = 2590 rad has relative error <= 6u (exponents 2i/16 exact,
+    # power within 2 ulp, reciprocal, product): 2590 * 6u + 4u = 9.3e-4
     assert errors[0] == 0 and errors.max() < 1e-3 and errors[1000] > 0
     cast = copy.deepcopy(rotary).to(torch.bfloat16)
     cast_errors = CH.cos_error_by_position(cast, 8001)
@@ -174,6 +203,7 @@ def test_cos_error_by_position() -> None:
         head_dim=16,
         rope_parameters={"rope_type": "default", "rope_theta": 500.0},
     )
+    # the same bound with base 500: 3999 * 500**(-1/8) * 6u + 4u = 6.6e-4
     assert CH.cos_error_by_position(LlamaRotaryEmbedding(config), 4000).max() < 1e-3
     with pytest.raises(TypeError, match="rotary"):
         CH.cos_error_by_position(torch.nn.Linear(2, 2), 10)
@@ -199,9 +229,16 @@ def test_full_pass_last_logits_against_transformers() -> None:
     positions = torch.tensor([[0, 0, 1, 2], [0, 1, 2, 3]])
     q_rot, k_rot = hf_rope(q, positions), hf_rope(k, positions)
     want = torch.einsum("bhd,bhtd->bht", q_rot[:, :, -1], k_rot)
-    got = CH.full_pass_last_logits(q, k, mask)
+    got = CH.full_pass_last_logits(q, k, mask)  # float32 inputs, Chapter 6's angles
     assert got.shape == (2, 3, 4)
-    assert torch.allclose(got, want, atol=1e-4)
+    # both sides round in float32: each rotation within the bound of the exact one,
+    # the dot products of 8 terms within gamma_8 of their float32 sums
+    q_b, k_b = 2 * float32_rope_bound(q, 3.0), 2 * float32_rope_bound(k, 3.0)
+    limit = logit_bound(q_rot[:, :, -1:], k_rot, q_b[:, :, -1:], k_b)[:, :, 0]
+    gamma8 = 8 * U32 / (1 - 8 * U32)
+    limit = limit + 2 * gamma8 * (q_rot[:, :, -1:].double().abs()
+                                  @ k_rot.double().abs().mT)[:, :, 0]
+    assert bool(((got.double() - want.double()).abs() <= limit).all())
     other = CH.full_pass_last_logits(q, k, mask, base=100.0)
     assert not torch.allclose(other, got, atol=1e-3)
     with pytest.raises(ValueError, match="one shape"):
@@ -256,6 +293,8 @@ def closed_form_dynamic(d, base, factor, length, seq_len) -> torch.Tensor:
 def test_dynamic_inv_freq_closed_form(seq_len) -> None:
     got = CH.dynamic_inv_freq(16, 10000.0, 2.0, 64, seq_len)
     assert got.shape == (8,)
+    # float32 against float64: relative error <= (ln b' + 6)u < 1.2e-6 for the bases
+    # b' <= 3e5 here; rtol 1e-5 stays far below the effects tested (factors of 2)
     assert torch.allclose(got.double(), closed_form_dynamic(16, 1e4, 2.0, 64, seq_len),
                           rtol=1e-5)
     other = CH.dynamic_inv_freq(32, 500.0, 4.0, 100, seq_len)
@@ -282,7 +321,9 @@ def test_rope_with_inv_freq() -> None:
     inv_freq = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
     got = CH.rope_with_inv_freq(x, positions, inv_freq)
     want = hf_rope(x[:, None].float(), positions[None].expand(2, 5))[:, 0]
-    assert got.dtype == torch.float64 and torch.allclose(got.float(), want, atol=1e-3)
+    assert got.dtype == torch.float64
+    limit = float32_rope_bound(x, 2000.0)  # transformers in float32, angles <= 2000
+    assert bool(((got - want.double()).abs() <= limit).all())
     pair = CH.rope_with_inv_freq(torch.tensor([[0.0, 1.0]]), torch.tensor([2]),
                                  torch.tensor([0.5]))
     assert torch.allclose(pair, torch.tensor([[-math.sin(1.0), math.cos(1.0)]],
@@ -524,7 +565,7 @@ def test_check_11_4(capsys) -> None:
         return candidate
 
     fails(check, variant(position=lambda r, m: torch.full_like(r, m.shape[1])),
-          "counts the padding", "transformers #22161", "step 1")
+          "counts the padding", "transformers PR #22382", "step 1")
     fails(check, variant(position=lambda r, m: torch.zeros_like(r)), "no offset")
     fails(check, variant(rerotate=True), "rotated again")
     fails(check, variant(rotate=False), "appended unrotated")
@@ -653,3 +694,264 @@ def test_check_11_6(capsys) -> None:
         return dynamic_solution(q, raw_keys, base, factor, length)
 
     fails(check, no_validation, "odd head_dim 7", "no error")
+
+
+# ------------------------------------------------------- Station 5: vLLM and YaRN
+
+
+def test_vllm_dynamic_inv_freq_is_static_ntk() -> None:
+    """The formula quoted in vllm-project/vllm #5093, written out here: the base is
+    multiplied by (s * s - (s - 1))**(d / (d - 2)) whatever the length."""
+    d, base, s = 8, 100.0, 3.0
+    got = CH.vllm_dynamic_inv_freq(d, base, s)
+    new_base = base * 7.0 ** (8 / 6)  # 3 * 3 - 2 = 7
+    want = torch.tensor([new_base ** (-i / 8) for i in (0, 2, 4, 6)], dtype=torch.float64)
+    assert got.dtype == torch.float64 and torch.allclose(got, want, rtol=1e-12)
+    assert torch.equal(CH.vllm_dynamic_inv_freq(d, base, 1.0),
+                       base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
+    for bad in (2, 7, 8.0, True):
+        with pytest.raises(ValueError, match="head_dim"):
+            CH.vllm_dynamic_inv_freq(bad, base, s)
+    with pytest.raises(ValueError, match="factor"):
+        CH.vllm_dynamic_inv_freq(d, base, 0.5)
+
+
+# ------------------------------------------------------------- the tracing workflow
+
+
+def test_trace_rope_records_positions_and_every_layers_tables() -> None:
+    model = CH.tiny_llama()
+    tokens = torch.tensor([[5, 6, 7, 8, 9]])
+    trace = CH.trace_rope(model, input_ids=tokens)
+    (call,) = trace.rotary_calls
+    assert call["module"] == "model.rotary_emb"
+    assert call["position_ids"].tolist() == [[0, 1, 2, 3, 4]]
+    assert list(trace.layers) == ["model.layers.0.self_attn"]
+    cos, sin = trace.layers["model.layers.0.self_attn"]
+    assert torch.equal(cos, call["cos"]) and torch.equal(sin, call["sin"])
+    ref_cos, ref_sin = CH.reference_tables(torch.arange(5), 16, 10000.0)
+    errors = CH.table_errors(trace, {"model.layers.0.self_attn": (ref_cos, ref_sin)})
+    assert errors["model.layers.0.self_attn"] <= CH.table_bound(4.0, 10000.0)
+    assert trace.output.logits.shape == (1, 5, 64)
+    # the hooks are gone: a second forward records nothing new
+    with torch.no_grad():
+        model(input_ids=tokens)
+    assert len(trace.rotary_calls) == 1
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    with pytest.raises(TypeError, match="Module"):
+        CH.trace_rope(lambda x: x, input_ids=tokens)
+
+
+def test_trace_rope_removes_its_hooks_when_the_model_fails() -> None:
+    model = CH.tiny_llama()
+    with pytest.raises(Exception):
+        CH.trace_rope(model, input_ids=torch.tensor([[1000]]))  # outside the vocabulary
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+
+
+def test_reference_tables_and_bound_by_hand() -> None:
+    cos, sin = CH.reference_tables(torch.tensor([0, 2]), 4, 100.0, factor=2.0)
+    # positions 0 and 1 after scaling; theta = (1, 0.1), split halves repeat them
+    assert torch.allclose(cos[1], torch.tensor([math.cos(1), math.cos(0.1)] * 2,
+                                               dtype=torch.float64))
+    assert torch.allclose(sin[1], torch.tensor([math.sin(1), math.sin(0.1)] * 2,
+                                               dtype=torch.float64))
+    assert torch.equal(cos[0], torch.ones(4, dtype=torch.float64))
+    u = 2.0**-24
+    assert CH.table_bound(10.0, 100.0) == pytest.approx((10 * (math.log(100) + 7) + 4) * u)
+
+
+def test_tiny_gemma3_has_one_table_per_layer_type() -> None:
+    model = CH.tiny_gemma3()
+    assert model.config.layer_types == ["sliding_attention", "full_attention"]
+    trace = CH.trace_rope(model, input_ids=torch.arange(1, 13)[None])
+    positions = torch.arange(12)
+    local = CH.reference_tables(positions, 16, 10_000.0)
+    global_ = CH.reference_tables(positions, 16, 1_000_000.0, 8.0)
+    bound = CH.table_bound(11.0, 1_000_000.0)
+    errors = CH.table_errors(trace, {"layers.0.self_attn": local,
+                                     "layers.1.self_attn": global_})
+    assert max(errors.values()) <= bound
+    swapped = CH.table_errors(trace, {"layers.0.self_attn": global_,
+                                      "layers.1.self_attn": local})
+    assert min(swapped.values()) > 0.5  # the two tables really differ
+
+
+# ------------------------------------------------------------ Station 7: M-RoPE ids
+
+
+def test_layout_inputs_match_the_grids() -> None:
+    inputs = CH.layout_inputs([("text", 2), ("video", (4, 2, 2)), ("text", 1),
+                               ("image", (1, 4, 6))])
+    assert inputs["input_ids"].tolist() == [[3, 3, 91, 91, 91, 91, 3] + [90] * 6]
+    assert inputs["mm_token_type_ids"].tolist() == [[0, 0, 2, 2, 2, 2, 0] + [1] * 6]
+    assert inputs["video_grid_thw"].tolist() == [[4, 2, 2]]
+    assert inputs["image_grid_thw"].tolist() == [[1, 4, 6]]
+    assert "image_grid_thw" not in CH.layout_inputs([("text", 3)])
+    with pytest.raises(ValueError, match="segment kind"):
+        CH.layout_inputs([("audio", 3)])
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return CH.two_layer_qwen2vl()
+
+
+def test_transformers_resumes_text_after_a_video_at_m_plus_max_hw(qwen) -> None:
+    """The station's premise, in the installed transformers: the prompt's text after a
+    4x2x2 video resumes at 2 + max(1, 1) = 3, rope_deltas at the largest id + 1."""
+    ids, deltas = qwen.get_rope_index(**CH.layout_inputs(
+        [("text", 2), ("video", (4, 2, 2)), ("text", 2)]))
+    assert ids[:, 0].tolist() == [[0, 1, 2, 3, 4, 5, 3, 4], [0, 1, 2, 2, 2, 2, 3, 4],
+                                  [0, 1, 2, 2, 2, 2, 3, 4]]
+    assert deltas.tolist() == [[-2]]
+
+
+def vision_spans(segments):
+    """(start index, segment) of every vision segment, in token order."""
+    spans, index = [], 0
+    for kind, size in segments:
+        if kind != "text":
+            spans.append((index, size))
+            index += size[0] * (size[1] // 2) * (size[2] // 2)
+        else:
+            index += size
+    return spans
+
+
+@pytest.mark.parametrize("name", list(CH.MROPE_CASES))
+def test_the_expected_ids_of_exercise_12_7_agree_with_transformers(qwen, name) -> None:
+    """Every vision segment of the literals has transformers' ids for its start
+    (get_vision_position_ids), and the text after the first vision segment has the ids
+    transformers' own generation (cache position + rope_deltas) gives text that
+    follows a prompt ending with that segment. (Later text cannot be checked that way:
+    transformers' prompt ids already differ before it.)"""
+    segments, ids, delta = CH.MROPE_CASES[name]
+    ids = torch.tensor(ids)
+    assert delta == int(ids.max()) + 1 - ids.shape[1]
+    for start, size in vision_spans(segments):
+        m = int(ids[1, start])  # the row id of the first token is the start id m
+        count = size[0] * (size[1] // 2) * (size[2] // 2)
+        theirs = qwen.get_vision_position_ids(m, torch.tensor(size), 1, 2)
+        assert torch.equal(ids[:, start : start + count], theirs)
+    index = 0
+    for k, (kind, size) in enumerate(segments):
+        count = size if kind == "text" else size[0] * (size[1] // 2) * (size[2] // 2)
+        vision_before = sum(kind != "text" for kind, _ in segments[:k])
+        if kind == "text" and vision_before == 1 and segments[k - 1][0] != "text":
+            _, steps, _ = CH.prefill_then_decode(qwen, segments[:k], size)
+            generated = torch.cat(steps, dim=1)  # (3, size): the ids transformers uses
+            assert torch.equal(ids[:, index : index + count], generated), (name, k)
+        index += count
+
+
+def mrope_by_rule(segments, merge=2, resume="max + 1"):
+    """Written here, a loop over tokens: text after vision resumes at the largest id + 1
+    (the fix), at the largest id (off by one), at m + max(h', w') (transformers 5) or at
+    m + the number of vision tokens (counted like text)."""
+    rows, start = [], 0
+    for kind, size in segments:
+        if kind == "text":
+            rows += [(start + j,) * 3 for j in range(size)]
+            start += size
+            continue
+        t, h, w = size
+        if h % merge or w % merge:
+            raise ValueError(f"grid {size}: h and w must be multiples of merge {merge}")
+        span = [(start + a, start + b, start + c) for a in range(t)
+                for b in range(h // merge) for c in range(w // merge)]
+        rows += span
+        largest = max(max(r) for r in span)
+        start = {"max + 1": largest + 1, "max": largest,
+                 "spatial": start + max(h // merge, w // merge),
+                 "counted": start + len(span)}[resume]
+    ids = torch.tensor(rows, dtype=torch.long).T
+    return ids, int(ids.max()) + 1 - ids.shape[1]
+
+
+def mrope_solution(segments, merge=2):
+    return mrope_by_rule(segments, merge)
+
+
+def test_check_12_7(capsys) -> None:
+    check = CH.check_mrope_ids
+    passes(check, mrope_solution, 4 * 3 + 1, capsys)
+
+    def spatial(segments, merge=2):  # transformers 5's rule
+        return mrope_by_rule(segments, merge, "spatial")
+
+    fails(check, spatial, "transformers 5's rule", "text 2, video 4x2x2")
+    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0].tolist(),
+                                     mrope_solution(s, merge)[1]),
+          "a torch.long tensor")
+    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0],
+                                     -mrope_solution(s, merge)[1]),
+          "sign flipped", "text 3, image")
+    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0],
+                                     mrope_solution(s, merge)[1] - 1),
+          "from the largest id")
+
+    def off_by_one(segments, merge=2):
+        return mrope_by_rule(segments, merge, "max")
+
+    fails(check, off_by_one, "off by one")
+    fails(check, lambda s, merge=2: mrope_by_rule(s, merge, "counted"),
+          "counted like text", "text 3, image")
+
+    def no_validation(segments, merge=2):
+        if any(k != "text" and (s[1] % merge or s[2] % merge) for k, s in segments):
+            return torch.zeros(3, 1, dtype=torch.long), 0
+        return mrope_solution(segments, merge)
+
+    fails(check, no_validation, "merge size does not divide", "no error")
+
+
+def test_meta_layout_expected_values_are_interleaved_rope() -> None:
+    """The literals of Exercise 12.1's check against the chapter's independent
+    reference (a complex product in float64) and against a loop written here."""
+    for positions, points, values in CH.META_LAYOUT_CASES.values():
+        position_ids = torch.tensor(positions)
+        x = CH.exact_grid((position_ids.shape[0], 3, position_ids.shape[1], 8))
+        reference = CH.rope_interleaved_reference(x, position_ids)
+        for (b, h, t, j), value in zip(points, values):
+            assert abs(reference[b, h, t, j].item() - value) <= 1e-9
+            i, m = j // 2, position_ids[b, t].item()
+            angle = m * 10000.0 ** (-2 * i / 8)
+            a, c = x[b, h, t, 2 * i].item(), x[b, h, t, 2 * i + 1].item()
+            by_hand = (a * math.cos(angle) - c * math.sin(angle) if j % 2 == 0
+                       else c * math.cos(angle) + a * math.sin(angle))
+            assert abs(by_hand - value) <= 1e-9
+
+
+def test_convert_cases_row_orders_are_the_per_head_permutation() -> None:
+    for _, n_heads, n_kv, head_dim, _, q_rows, k_rows in CH.CONVERT_CASES:
+        for heads, rows in ((n_heads, q_rows), (n_kv, k_rows)):
+            index = torch.arange(heads * head_dim)
+            perm = permutation(head_dim)
+            assert rows == [h * head_dim + p for h in range(heads)
+                            for p in perm.tolist()]
+            moved = CH.rows_to_halves(index[:, None].double(), heads)[:, 0]
+            assert moved.long().tolist() == rows
+
+
+def test_decode_expected_values_are_the_full_pass() -> None:
+    """The literals of Exercise 12.4's check against one full pass (the chapter's
+    full_pass_last_logits) and transformers' rotation of the new key."""
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    q_all, k_all = CH.exact_grid((2, 2, 2, 7, 8))
+    for step in (5, 6):
+        mask = torch.cat((mask, torch.ones(2, 1, dtype=mask.dtype)), dim=1)
+        full = CH.full_pass_last_logits(q_all[:, :, : step + 1],
+                                        k_all[:, :, : step + 1], mask)
+        want = torch.tensor(CH.DECODE_EXPECTED[step]["logits"], dtype=torch.float64)
+        assert torch.allclose(full, want, atol=1e-9, rtol=0)
+        position = CH.mask_positions(mask)[:, -1:]
+        new_key = hf_rope(k_all[:, :, step : step + 1], position).double()[:, :, 0]
+        held = torch.tensor(CH.DECODE_EXPECTED[step]["new_keys"], dtype=torch.float64)
+        # transformers in float32: tables within g of the exact ones (angles up to 6
+        # rad, relative error (ln b + 7)u, cos within 2 ulp), the lemma of Chapter 11
+        # for the rounding, |x_i| + |x_i+d/2| <= 4 for these inputs
+        u = 2.0**-24
+        g = (6 * (math.log(10000.0) + 7) + 4) * u
+        assert torch.allclose(new_key, held, atol=(2 * u * (1 + u) * (1 + g) + g) * 4,
+                              rtol=0)
