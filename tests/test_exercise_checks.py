@@ -14,6 +14,8 @@ import pytest
 import torch
 from scipy.optimize import brentq
 from scipy.special import sici
+from transformers import LlamaConfig
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from helpers import fails, passes
 from nbload import chapter
@@ -998,3 +1000,114 @@ def test_chapter_6_and_7_checks_hold_expected_values(stem, name, forbidden) -> N
     source = check_source(stem, name)
     for text in forbidden:
         assert text not in source, f"{name} computes the answer with {text!r}"
+
+
+@pytest.mark.parametrize("stem, name, forbidden", [
+    ("10_positions_in_2d", "check_axial_rope", ("_axial_reference",)),
+    ("12_debugging_rope", "check_rope_parameters_for", ("modern_rope_keys",
+                                                         "rope_scaling\"]")),
+    ("12_debugging_rope", "check_dynamic_ntk_logits", ("dynamic_inv_freq(",
+                                                       "rope_with_inv_freq(")),
+])
+def test_chapter_10_and_12_checks_hold_expected_values(stem, name, forbidden) -> None:
+    source = check_source(stem, name)
+    for text in forbidden:
+        assert text not in source, f"{name} computes the answer with {text!r}"
+
+
+# ------------------------------------------------------------ Chapter 12 (12.5, 12.6)
+
+CH12 = chapter("12_debugging_rope")
+
+
+def parameters(checkpoint, override=None):
+    """Exercise 12.5 written independently: one pass over both spellings."""
+    def modern(rope):
+        return {("rope_type" if k == "type" else k): v for k, v in (rope or {}).items()}
+
+    own = modern(checkpoint.get("rope_parameters") or checkpoint.get("rope_scaling"))
+    new = modern(override)
+    if own.get("rope_type", "default") not in ("default", new.get("rope_type",
+                                                                  own.get("rope_type"))):
+        raise ValueError(f"the override's {new.get('rope_type')} would replace the "
+                         f"checkpoint's {own['rope_type']}")
+    result = {"rope_type": "default", "rope_theta": checkpoint.get(
+        "rope_theta", own.get("rope_theta", 10000.0))} | own | new
+    if result.get("factor", 1.0) < 1:
+        raise ValueError("factor must be at least 1")
+    if result["rope_type"] in ("yarn", "llama3", "longrope"):
+        result.setdefault("original_max_position_embeddings",
+                          checkpoint["max_position_embeddings"])
+    return result
+
+
+def test_ex_12_5_shows_one_key_not_the_answer(capsys) -> None:
+    passes(CH12.check_rope_parameters_for, parameters, 7, capsys)
+
+    def without_original(checkpoint, override=None):
+        result = parameters(checkpoint, override)
+        result.pop("original_max_position_embeddings", None)
+        return result
+
+    message = fails(CH12.check_rope_parameters_for, without_original,
+                    "Exercise 12.5", "original_max_position_embeddings is missing",
+                    "expected: 'original_max_position_embeddings': 8192",
+                    "got: no key 'original_max_position_embeddings'")
+    assert "low_freq_factor': 1.0" not in message.split("input:")[0]
+    message = fails(CH12.check_rope_parameters_for,
+                    lambda c, o=None: dict(parameters(c, o), rope_theta=1.0),
+                    "expected 'rope_theta': 10000.0, got 'rope_theta': 1.0",
+                    "compare key by key")
+    assert "'factor': 4.0" not in message.split("input:")[0]
+
+
+def dynamic_float64(q, raw_keys, base, factor, length):
+    """Exercise 12.6 in float64 from the formula, without the chapter's helpers."""
+    if raw_keys.shape[-1] % 2:
+        raise ValueError("head_dim must be even")
+    T, d = raw_keys.shape
+    scaled = base * max(1.0, factor * T / length - (factor - 1)) ** (d / (d - 2))
+    theta = scaled ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+    def turn(x, m):
+        c, s = torch.cos(m[:, None] * theta), torch.sin(m[:, None] * theta)
+        x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+        return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), -1)
+
+    keys = turn(raw_keys, torch.arange(T, dtype=torch.float64))
+    return keys @ turn(q[None], torch.tensor([T - 1.0]))[0]
+
+
+def test_ex_12_6_literals_match_an_independent_computation() -> None:
+    for T, (points, expected, _) in CH12.DYNAMIC_CASES.items():
+        rows = CH12.exact_grid((T + 1, 16))
+        got = dynamic_float64(rows[-1], rows[:-1], 10000.0, 2.0, 64)[points]
+        assert torch.allclose(got, torch.tensor(expected, dtype=torch.float64),
+                              rtol=1e-10, atol=1e-10)
+
+
+def test_ex_12_6_float64_and_transformers_float32_frequencies_pass(capsys) -> None:
+    passes(CH12.check_dynamic_ntk_logits, dynamic_float64, 6, capsys)
+
+    def transformers_frequencies(q, raw_keys, base, factor, length):
+        if raw_keys.shape[-1] % 2:
+            raise ValueError("head_dim must be even")
+        T, d = raw_keys.shape
+        config = LlamaConfig(head_dim=d, max_position_embeddings=length,
+                             rope_parameters={"rope_type": "dynamic",
+                                              "rope_theta": base, "factor": factor})
+        inv_freq = ROPE_INIT_FUNCTIONS["dynamic"](config, seq_len=T)[0]
+        assert inv_freq.dtype == torch.float32
+        angles = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq.double()
+        cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)
+        half = lambda x: torch.cat((-x[..., d // 2:], x[..., : d // 2]), -1)  # noqa: E731
+        keys = raw_keys * cos + half(raw_keys) * sin
+        return keys @ (q * cos[-1] + half(q) * sin[-1])
+
+    passes(CH12.check_dynamic_ntk_logits, transformers_frequencies, 6, capsys)
+    message = fails(CH12.check_dynamic_ntk_logits,
+                    lambda *a: dynamic_float64(*a) + (torch.arange(a[1].shape[0]) == 1),
+                    "Exercise 12.6, case T = 40", "at logit 1", "none of the usual")
+    assert "-9.3975" not in message  # logit 0 is right: only the first wrong one shows
+    fails(CH12.check_dynamic_ntk_logits, lambda *a: dynamic_float64(*a)[:-1],
+          "a tensor of shape (40,)")
