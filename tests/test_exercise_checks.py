@@ -1003,13 +1003,17 @@ def test_chapter_6_and_7_checks_hold_expected_values(stem, name, forbidden) -> N
 
 
 @pytest.mark.parametrize("stem, name, forbidden", [
+    ("01_attention_cant_see_order", "check_unchanged_causal_outputs",
+     ("output_shift(", "range(T)")),
     ("10_positions_in_2d", "check_axial_rope", ("_axial_reference",)),
+    ("12_debugging_rope", "check_rope_for_meta_layout", ("apply_rope_halves(",
+                                                         "argsort(")),
     ("12_debugging_rope", "check_rope_parameters_for", ("modern_rope_keys",
                                                          "rope_scaling\"]")),
     ("12_debugging_rope", "check_dynamic_ntk_logits", ("dynamic_inv_freq(",
                                                        "rope_with_inv_freq(")),
 ])
-def test_chapter_10_and_12_checks_hold_expected_values(stem, name, forbidden) -> None:
+def test_chapters_1_10_12_checks_hold_expected_values(stem, name, forbidden) -> None:
     source = check_source(stem, name)
     for text in forbidden:
         assert text not in source, f"{name} computes the answer with {text!r}"
