@@ -160,48 +160,118 @@ def test_references_name_the_right_number(name: str) -> None:
             )
 
 
-WORDS_PER_MINUTE = {
-    1: 100, 2: 100, 3: 70, 4: 100, 5: 70, 6: 100, 7: 70, 8: 100, 9: 100, 10: 70,
-    11: 100, 12: 100,
-}
+def notebook_file(tmp_path, cells):
+    """A small notebook of (kind, source, metadata) cells, written to tmp_path."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    for kind, source, metadata in cells:
+        v4 = nbformat.v4
+        make = v4.new_markdown_cell if kind == "md" else v4.new_code_cell
+        nb.cells.append(make(source, metadata=metadata))
+    path = tmp_path / "99_sample.ipynb"
+    nbformat.write(nb, path)
+    return path
 
 
-def prose_words(path) -> int:
-    """Words of the chapter's prose before its exercises (solutions excluded)."""
-    words = 0
-    for cell in read(path).cells:
-        if "## Exercises" in cell.source:
-            return words + len(cell.source.split("## Exercises")[0].split())
-        if cell.cell_type == "markdown" and "solution" not in cell.metadata.get(
-            "tags", []
-        ):
-            words += len(cell.source.split())
-    return words
+def test_reading_rule_counts_words_code_figures_and_equations(tmp_path) -> None:
+    """The rule on a notebook whose counts are known by construction: 300 prose words,
+    48 visible code lines (a hidden cell does not count), 2 figures, 3 equations."""
+    import prose_stats
+
+    figure = {"mystnb": {"figure": {"caption": "c", "name": "fig-99-a"}}}
+    path = notebook_file(tmp_path, [
+        ("md", "# Title\n\n" + "word " * 149 + "\n\n$$\na = b\n$$\n", {}),
+        ("code", "\n".join(["x = 1"] * 24), figure),
+        ("code", "\n".join(["y = 2"] * 100), {"tags": ["hide-input"]}),
+        ("md", "## Middle\n\n" + "word " * 149 + "\n\n$$\nc\n$$\n\n```{math}\nd\n```\n",
+         {}),
+        ("code", "\n".join(["z = 3"] * 24), figure),
+        ("md", "## Exercises\n\n" + "word " * 500, {}),
+    ])
+    stats = prose_stats.chapter_stats(path)
+    assert (stats["prose_main"], stats["lines_main"], stats["figures_main"],
+            stats["equations_main"]) == (300, 48, 2, 3)
+    # 300 / 100 + 48 / 24 + 2 + 3 = 10 minutes
+    assert prose_stats.reading_minutes(stats) == 10
+    middle = prose_stats.chapter_stats(path, "Middle", "Exercises")
+    counts = [middle[k] for k in ("prose", "lines", "figures", "equations")]
+    assert counts == [150, 24, 1, 2]
+    assert prose_stats.reading_minutes(middle, main=False) == round(1.5 + 1 + 1 + 2)
+    with pytest.raises(ValueError, match="no start heading 'Nowhere'"):
+        prose_stats.chapter_stats(path, "Nowhere")
+    with pytest.raises(ValueError, match="chapter_stats"):
+        prose_stats.reading_minutes({"prose": 1})
 
 
-def test_reading_times_follow_the_word_counts() -> None:
-    """The schedule's table of words and minutes stays within 15 % of the chapters."""
+def test_reading_times_follow_the_rule() -> None:
+    """The schedule's table states the rule's inputs and result for every chapter."""
+    import prose_stats
+
     rows = {
-        int(k): v
-        for k, v in re.findall(
-            r"^\| (\d+)\. [^|]+\| ([\d ]+ \| \d+) min \|$", page("schedule"), re.M
-        )
+        int(number): [int(x.replace(" ", "")) for x in cells]
+        for number, *cells in re.findall(
+            r"^\| (\d+)\. [^|]+\| ([\d ]+) \| ([\d ]+) \| (\d+) \| (\d+) "
+            r"\| (\d+) min \|$",
+            page("schedule"), re.M)
     }
     assert len(rows) == len(NUMBERED), "the schedule's reading-time table is missing"
+    assert "100 words a minute" in page("schedule") and "24 lines a minute" in page(
+        "schedule"), "the schedule must state the reading rule"
     for path in NUMBERED:
-        chapter = int(path.stem[:2])
-        stated_words, stated_minutes = (
-            int(x.replace(" ", "")) for x in rows[chapter].split("|")
-        )
-        actual = prose_words(path)
-        expected_minutes = round(actual / WORDS_PER_MINUTE[chapter])
-        assert abs(stated_words - actual) <= 0.15 * actual and abs(
-            stated_minutes - expected_minutes
-        ) <= max(2, 0.15 * expected_minutes), (
-            f"schedule.md, Chapter {chapter}: update the row to "
-            f"{round(actual, -1):,} words, {expected_minutes} min "
-            f"(stated {stated_words} words, {stated_minutes} min)"
-        )
+        stats = prose_stats.chapter_stats(path)
+        actual = [stats["prose_main"], stats["lines_main"], stats["figures_main"],
+                  stats["equations_main"], prose_stats.reading_minutes(stats)]
+        stated = rows[int(path.stem[:2])]
+        close = all(abs(a - b) <= max(2, 0.1 * a) for a, b in zip(actual, stated))
+        assert close, (
+            f"schedule.md, Chapter {path.stem[:2]}: update the row to {actual} "
+            f"(run tools/prose_stats.py --minutes); it states {stated}")
+
+
+def modules(text: str) -> list[str]:
+    """The sessions and modules of the schedule, one text block each."""
+    parts = re.split(r"^(?=## Session \d|### Module:)", text, flags=re.M)
+    return [p for p in parts if p.startswith(("## Session", "### Module:"))]
+
+
+def test_every_session_and_module_has_objectives() -> None:
+    blocks = modules(page("schedule"))
+    assert len(blocks) == 8, f"expected 4 sessions and 4 modules, found {len(blocks)}"
+    for block in blocks:
+        title = block.splitlines()[0]
+        assert "**Objectives.**" in block, f"schedule.md: {title} has no Objectives"
+        assert re.search(r"\*\*Read before\*\* \(about \d+ minutes\)", block), (
+            f"schedule.md: {title} does not say how long its reading takes")
+
+
+def test_course_pages_describe_the_whole_book() -> None:
+    for name in PAGES:
+        text = page(name)
+        for stale in ("four 90-minute sessions", "seven runnable", "form three parts",
+                      "seven chapters", "six stations"):
+            assert stale not in text, f"{name}.md still says {stale!r}"
+    assert "twelve runnable chapters in four parts" in page("index")
+    assert "| IV. In practice | 8–12 |" in page("index")
+    assert not re.search(r"make student .*07_long_range_decay", page("instructor"))
+
+
+def test_one_run_time_per_chapter() -> None:
+    """Run times appear in the instructor page's table only, once per chapter."""
+    text = page("instructor")
+    rows = re.findall(r"^\| (\d+)\. [^|]+\| (\d+)[^|]*\|", text, re.M)
+    assert sorted(int(n) for n, _ in rows) == list(range(1, len(NUMBERED) + 1))
+    loose = re.findall(r"(?:ran|runs) alone in \d+ s|in \d+ s[,.]", text)
+    assert not loose, f"instructor.md gives run times outside its table: {loose}"
+
+
+def test_running_page_says_each_thing_once() -> None:
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", page("running"))
+                 if len(s.split()) > 6]
+    repeated = {s for s in sentences if sentences.count(s) > 1}
+    assert not repeated, f"running.md repeats {repeated}"
+    assert "A failing check names the case and shows what was expected" not in page(
+        "running")
 
 
 def test_build_without_solutions_removes_every_solution_cell(monkeypatch) -> None:
