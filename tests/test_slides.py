@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
-from make_slides import MAX_SLIDES, MAX_WORDS, deck, main
+from make_slides import MAX_SLIDES, MAX_WORDS, deck, main, session_slides, words
 from nbtools import notebook_paths
 
 STEMS = [p.stem for p in notebook_paths()]
@@ -244,3 +244,87 @@ def test_deck_in_browser(page: str, slides: Path, site: Path) -> None:
         assert s["images"] == 0, f"{where}: an image did not load"
         assert s["words"] <= MAX_WORDS, f"{where}: {s['words']} words besides the title"
         assert s["height"] <= probe["height"], f"{where}: taller than the screen"
+
+
+# ------------------------------------------------------- Part IV: the schedule's slides
+
+SCHEDULE_SAMPLE = """\
+### Module: Chapter 8 — A sample
+
+| minutes | activity | run live |
+| --- | --- | --- |
+| 0–10 | On the board: the three hooks. | Ch. 8, *One model* |
+| 10–25 | Predictions: which code solves *copy*? Students vote. | Ch. 8, *Tasks* |
+| 25–40 | Predict the ranking, then run. | Ch. 9, *Tiny model* |
+| 40–50 | Which surprised whom? (Usually: RoPE fails.) | |
+
+**Discuss.**
+
+- Why does RoPE fail at $4L$? (New offsets; a softmax over
+  more keys.)
+- Where does NoPE's position come from?
+
+**Hand in.**
+
+- {ref}`Exercise 8.1 <ex-08-a>` (derivation, about 20 minutes): text.
+- from {ref}`Exercise 8.2 <ex-08-b>` to
+  {ref}`Exercise 8.4 <ex-08-d>` (code, about 20–25 minutes each).
+
+Optional: {ref}`Exercise 9.1 <ex-09-a>`.
+"""
+
+
+def test_part_iv_slides_come_from_the_schedule() -> None:
+    titles = {"8.1": "One", "8.2": "Two", "8.3": "Three", "8.4": "Four", "9.1": "Nine"}
+    found = session_slides(SCHEDULE_SAMPLE, titles)
+    eight = [(s["title"], s["text"]) for s in found[8]]
+    assert ("Vote (10–25 min)",
+            "Predictions: which code solves *copy*? Students vote.") in eight
+    assert ("Question (40–50 min)", "Which surprised whom?") in eight, \
+        "an answer in parentheses after a question stays off the slide"
+    assert not any("hooks" in text for _, text in eight), "no prompt, no slide"
+    assert ("Discuss", "Why does RoPE fail at $4L$?") in eight
+    assert ("Discuss", "Where does NoPE's position come from?") in eight
+    exercises = "\n".join(t for title, t in eight if title == "Exercises to hand in")
+    assert exercises.splitlines() == [
+        "- Exercise 8.1 · One (derivation, 20 min)",
+        "- Exercise 8.2 · Two (code, 20–25 min)",
+        "- Exercise 8.3 · Three (code, 20–25 min)",
+        "- Exercise 8.4 · Four (code, 20–25 min)"]
+    nine = [(s["title"], s["text"]) for s in found[9]]
+    assert ("Predict first (25–40 min)", "Predict the ranking, then run.") in nine
+    assert ("Exercises to hand in", "- Exercise 9.1 · Nine (optional)") in nine
+
+
+def test_every_part_iv_deck_gets_its_session_slides() -> None:
+    """From the real schedule: each Part IV chapter's deck gets a prompt to answer
+    before a cell runs (or its module's discussion) and the exercises to hand in; no
+    slide is over the word limit and no deck over the slide limit."""
+    from make_slides import SCHEDULE, exercise_titles, specs
+    from nbtools import read
+
+    found = session_slides(SCHEDULE.read_text(), exercise_titles())
+    for path in notebook_paths():
+        number = int(path.stem[:2])
+        extra = found.get(number, [])
+        if number < 8:
+            assert not extra
+            continue
+        titles = [s["title"] for s in extra]
+        assert "Exercises to hand in" in titles, f"{path.stem}: no exercises slide"
+        assert any(t.startswith(("Vote", "Predict", "Question", "Discuss"))
+                   for t in titles), f"{path.stem}: no prediction or discussion slide"
+        assert all(words(s["text"]) <= MAX_WORDS for s in extra)
+        own = 1 + sum(len(specs(c)) for c in read(path).cells)
+        assert own + len(extra) <= MAX_SLIDES, f"{path.stem}: {own + len(extra)} slides"
+    assert sum(t["title"] == "Vote (10–25 min)" for t in found[8]) == 1
+    assert sum(t["title"] == "Discuss" for t in found[8]) == 3
+
+
+def test_extra_slides_are_held_to_the_word_limit() -> None:
+    nb = executed_notebook()
+    nb.cells[3].metadata.slide["text"] = "short"
+    made = deck(nb, "09_demo", [{"title": "Discuss", "text": "Why?"}])
+    assert made.cells[-1].source == "## Discuss\n\nWhy?"
+    with pytest.raises(ValueError, match="schedule"):
+        deck(nb, "09_demo", [{"title": "Discuss", "text": "word " * (MAX_WORDS + 1)}])

@@ -11,6 +11,13 @@ nbconvert's ``slideshow`` metadata and points nbconvert's reveal.js template at 
 files: reveal.js (with its theme's fonts) from the PyPI package sphinx-revealjs, MathJax
 3, plotly.js and the figures' keyboard controls from the site's ``_static/`` (no CDN:
 the decks work offline).
+
+The decks of the Part IV chapters (8-12) also get the slides their module's minute plan
+in ``book/course/schedule.md`` uses, generated from that page (``session_slides``): a
+slide for each in-class prompt that asks students to predict, vote, guess or answer
+before the cell runs, one for each discussion question, and the exercises to hand in
+with their kind and time. Answers that the page gives in parentheses after a question
+stay off the slides.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ REVEAL = Path(sphinx_revealjs.__file__).parent / "_static" / "revealjs"
 REVEAL_PARTS = ["dist/reveal.css", "dist/reveal.js", "dist/theme/white.css",
                 "dist/theme/fonts/source-sans-pro"]
 MAX_SLIDES, MAX_WORDS = 25, 40
+SCHEDULE = ROOT / "book" / "course" / "schedule.md"
+SESSION_CHAPTERS = range(8, 13)  # Part IV: the optional modules of the schedule
 PLOTLY = "application/vnd.plotly.v1+json"
 
 TEMPLATE = r"""{%- extends 'index.html.j2' -%}
@@ -123,8 +132,97 @@ def slide(source: str, kind: str = "slide", **fields) -> nbformat.NotebookNode:
     return make(source, metadata={"slideshow": {"slide_type": kind}}, **fields)
 
 
-def deck(nb: nbformat.NotebookNode, stem: str) -> nbformat.NotebookNode:
-    """The slide notebook: a title slide, then the slides the code cells ask for."""
+def plain(text: str) -> str:
+    """Schedule Markdown as slide text: roles reduced to their text, answers given in
+    parentheses after a question dropped, one line."""
+    text = re.sub(r"\{(?:ref|doc)\}`([^`<]*?)\s*<[^>]*>`", r"\1", text)
+    text = re.sub(r"\{(?:ref|doc)\}`([^`]*)`", r"\1", text)
+    text = re.sub(r"\?\s*\((?:[^()]|\([^()]*\))*\)", "?", text)  # an answer after a ?
+    return " ".join(text.split())
+
+
+def exercise_titles() -> dict[str, str]:
+    """'8.1' -> 'The causal mask can count', from every chapter's exercise titles."""
+    from nbtools import notebook_paths
+
+    titles = {}
+    for path in notebook_paths():
+        for cell in read(path).cells:
+            if cell.cell_type == "markdown":
+                titles.update(re.findall(
+                    r"\{exercise(?:-start)?\} (\d+\.\d+) · ([^\n]*)", cell.source))
+    return titles
+
+
+REF = r"\{ref\}`Exercise (\d+)\.(\d+) <[^>]*>`"
+
+
+def exercise_refs(text: str) -> list[tuple[str, str, str]]:
+    """(chapter, k, note) of every exercise a hand-in names, with the note in
+    parentheses after it; "from Exercise N.a to Exercise N.b" names a..b."""
+    found = []
+    pattern = rf"(?:from\s+{REF}\s+to\s+)?{REF}(?:\s*\(([^)]*)\))?"
+    for match in re.finditer(pattern, text):
+        first_n, first_k, n, k, note = match.groups()
+        start = int(first_k) if first_n == n else int(k)
+        found += [(n, str(j), note or "") for j in range(start, int(k) + 1)]
+    return found
+
+
+def short(note: str) -> str:
+    """'code, about 20 minutes' -> 'code, 20 min'."""
+    note = plain(note.split(";")[0])
+    return re.sub(r"about (\d+(?:–\d+)?) minutes(?: each)?", r"\1 min", note)
+
+
+def session_slides(schedule: str, titles: dict[str, str]) -> dict[int, list[dict]]:
+    """Slide specs (title, text) for each Part IV chapter, from the schedule's modules:
+    the prompts of the minute plan, the discussion questions, the exercises."""
+    found: dict[int, list[dict]] = {n: [] for n in SESSION_CHAPTERS}
+    for module in re.split(r"^(?=### Module:)", schedule, flags=re.M)[1:]:
+        heading = module.splitlines()[0]
+        numbers = [int(n) for n in re.findall(r"\b(\d+)\b", heading.split("—")[0])]
+        home = numbers[0]
+        for start, end, activity, live in re.findall(
+                r"^\| (\d+)–(\d+) \| ([^|]*?) \|([^|]*)\|$", module, re.M):
+            lower = activity.lower()
+            if not re.search(r"predict|vote|guess|\bask\b|\?", lower):
+                continue
+            kind = ("Vote" if "vote" in lower else "Predict first"
+                    if re.search(r"\bpredict\b|\bguess", lower) else "Question")
+            chapter = re.search(r"Ch\. (\d+)", live)
+            found[int(chapter.group(1)) if chapter else home].append(
+                {"title": f"{kind} ({start}–{end} min)", "text": plain(activity)})
+        discuss = re.search(r"\*\*Discuss\.\*\*\n\n((?:- .*\n(?:  .*\n)*)+)", module)
+        for question in re.findall(r"^- (.*(?:\n  .*)*)", discuss.group(1) if discuss
+                                   else "", re.M):
+            found[home].append({"title": "Discuss", "text": plain(question)})
+        hand_in = re.search(r"\*\*Hand in\.\*\*(.*?)(?=\n### |\Z)", module, re.S)
+        required, _, optional = (hand_in.group(1) if hand_in else "").partition(
+            "Optional")
+        by_chapter: dict[int, list[str]] = {}
+        for text, optional_part in ((required, False), (optional, True)):
+            for n, k, note in exercise_refs(text):
+                kind = "optional" if optional_part else short(note)
+                line = f"- Exercise {n}.{k} · {titles.get(f'{n}.{k}', '')}" + (
+                    f" ({kind})" if kind else "")
+                by_chapter.setdefault(int(n), []).append(line)
+        for n, lines in by_chapter.items():
+            chunk: list[str] = []
+            for line in lines:  # as many exercises per slide as MAX_WORDS allows
+                if chunk and words("\n".join(chunk + [line])) > MAX_WORDS:
+                    found[n].append({"title": "Exercises to hand in",
+                                     "text": "\n".join(chunk)})
+                    chunk = []
+                chunk.append(line)
+            found[n].append({"title": "Exercises to hand in", "text": "\n".join(chunk)})
+    return found
+
+
+def deck(nb: nbformat.NotebookNode, stem: str,
+         extra: list[dict] | None = None) -> nbformat.NotebookNode:
+    """The slide notebook: a title slide, the slides the code cells ask for, then the
+    ``extra`` slides (title and text, from the schedule)."""
     heading, *rest = nb.cells[0].source.split("\n")
     promise = [ln for ln in rest if ln.strip() and not ln.lstrip().startswith("<")]
     link = f'<a href="../notebooks/{stem}.html">Read the chapter</a>'
@@ -139,6 +237,12 @@ def deck(nb: nbformat.NotebookNode, stem: str) -> nbformat.NotebookNode:
             outputs = shown(cell.get("outputs", []), spec.get("outputs", True))
             if outputs:
                 cells.append(slide("", "-", outputs=outputs))
+    for spec in extra or []:
+        if words(spec["text"]) > MAX_WORDS:
+            raise ValueError(f"{stem}: the schedule's slide {spec['title']!r} has "
+                             f"{words(spec['text'])} words; shorten it in "
+                             f"book/course/schedule.md to {MAX_WORDS}")
+        cells.append(slide(f"## {spec['title']}\n\n{spec['text']}"))
     count = sum(c.metadata.slideshow.slide_type == "slide" for c in cells)
     if count > MAX_SLIDES:
         raise ValueError(f"{stem}: {count} slides; a deck has at most {MAX_SLIDES}")
@@ -167,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         reveal_url_prefix="reveal.js", reveal_theme="white", exclude_input=True,
         exclude_input_prompt=True, exclude_output_prompt=True)
     items = []
+    extra = session_slides(SCHEDULE.read_text(encoding="utf-8"), exercise_titles())
     for path in paths:
-        slides = deck(read(path), path.stem)
+        slides = deck(read(path), path.stem, extra.get(int(path.stem[:2]), []))
         plotly = any(PLOTLY in o.get("data", {}) or "plotly-graph-div" in str(o)
                      for c in slides.cells for o in c.get("outputs", []))
         resources = {"metadata": {"name": path.stem}, "plotly": plotly}
