@@ -328,3 +328,74 @@ def test_extra_slides_are_held_to_the_word_limit() -> None:
     assert made.cells[-1].source == "## Discuss\n\nWhy?"
     with pytest.raises(ValueError, match="schedule"):
         deck(nb, "09_demo", [{"title": "Discuss", "text": "word " * (MAX_WORDS + 1)}])
+
+
+# ------------------------------------------------------------ legible figures and logs
+
+
+def matplotlib_png(figsize: tuple[float, float]) -> str:
+    """A figure as the book's kernels make it (100 dpi, tight bounding box), base64."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=figsize, dpi=100)
+    ax.plot([0, 1], [1, 0], label="a line")
+    ax.legend()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+@pytest.mark.parametrize("figsize, words", [((7, 4), 0), ((7, 4), MAX_WORDS),
+                                            ((12, 4), 20), ((5, 4.5), MAX_WORDS)])
+def test_figures_show_ten_point_text_at_14_px(figsize, words) -> None:
+    """At 1280 x 720, reveal.js scales the 1280 x 760 deck by 720/760; a figure drawn
+    at the width make_slides gives it shows matplotlib's 10-pt tick and legend text at
+    14 px or more, and still fits under the title and text. (The book's figures are
+    7 x 4 inches by default; a figure taller than about 5.5 inches cannot meet both,
+    and make_slides says so: test_too_tall_a_figure_is_reported.)"""
+    from make_slides import figure_width, png_size
+
+    width, height, dpi = png_size(matplotlib_png(figsize))
+    assert abs(dpi - 100) < 0.01, "matplotlib records its dpi in the PNG"
+    text = " ".join(["word"] * words)
+    drawn, text_px = figure_width(width, height, dpi, text)
+    # independently: 10 pt = 10/72 inch = 13.9 px at 100 dpi, times the zoom, times
+    # the deck's scale on the screen
+    zoom = drawn / width
+    assert 10 / 72 * 100 * zoom * 720 / 760 == pytest.approx(text_px, rel=1e-2)
+    assert text_px >= 14
+    lines = -(-len(text) // 70)
+    assert drawn <= 1240 and height * zoom <= 570 - 40 * min(4, lines) + 1
+
+
+def test_too_tall_a_figure_is_reported(capsys) -> None:
+    from make_slides import sized
+
+    output = nbformat.v4.new_output("display_data",
+                                    data={"image/png": matplotlib_png((4, 7))})
+    sized([output], "some words of text", "08_demo, 'A tall one'")
+    assert "08_demo, 'A tall one': 10-pt text is" in capsys.readouterr().err
+
+
+def test_deck_gives_figures_their_width_and_keeps_log_words_whole(tmp_path) -> None:
+    nb = executed_notebook()
+    nb.cells[3].outputs[1] = nbformat.v4.new_output(
+        "display_data", data={"image/png": matplotlib_png((7, 4))})
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    nbformat.write(nb, executed / "08_demo.ipynb")
+    out = tmp_path / "slides"
+    assert main([str(out), "--executed", str(executed)]) == 0
+    page = (out / "08_demo.html").read_text()
+    assert re.search(r'<img[^>]*\swidth="?\d+', page), "the figure has a width"
+    style = re.search(r"\.reveal \.slides \.jp-OutputArea-output pre \{[^}]*\}",
+                      page).group(0)
+    assert "word-break: normal" in style and "overflow-wrap: normal" in style
+    # the Part IV deck carries the schedule's slides too
+    assert "Exercises to hand in" in page and "Vote (10–25 min)" in page

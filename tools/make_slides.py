@@ -23,10 +23,12 @@ stay off the slides.
 from __future__ import annotations
 
 import argparse
+import base64
 import html
 import os
 import re
 import shutil
+import struct
 import sys
 from pathlib import Path
 
@@ -44,6 +46,11 @@ REVEAL = Path(sphinx_revealjs.__file__).parent / "_static" / "revealjs"
 REVEAL_PARTS = ["dist/reveal.css", "dist/reveal.js", "dist/theme/white.css",
                 "dist/theme/fonts/source-sans-pro"]
 MAX_SLIDES, MAX_WORDS = 25, 40
+# The deck is laid out at 1280 x 760 and scaled to the screen: 720 / 760 at 1280 x 720.
+DECK_WIDTH, DECK_HEIGHT, SCREEN_HEIGHT = 1280, 760, 720
+FIGURE_WIDTH = 1240  # the widest a figure may be drawn on a slide (deck pixels)
+MIN_TEXT_PX, TEXT_POINTS = 14, 10  # matplotlib's tick and legend text: 10 pt
+MAX_ZOOM = 1.5
 SCHEDULE = ROOT / "book" / "course" / "schedule.md"
 SESSION_CHAPTERS = range(8, 13)  # Part IV: the optional modules of the schedule
 PLOTLY = "application/vnd.plotly.v1+json"
@@ -64,9 +71,14 @@ TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 .reveal .slides .jp-RenderedHTMLCommon { font-size: 30px; }
 .reveal .slides h1, .reveal .slides h2 { text-transform: none; margin-bottom: 0.4em; }
 .reveal .slides h1 { font-size: 60px; } .reveal .slides h2 { font-size: 44px; }
+/* Figures get an explicit width from make_slides.py (figure_width): large enough for
+   10-point text to be 14 px or more on a 1280 x 720 screen, small enough to fit. */
 .reveal .slides .jp-OutputArea-output img {
-  max-height: 410px; width: auto; display: block; margin: 0 auto; }
-.reveal .slides .jp-OutputArea-output pre { font-size: 20px; line-height: 1.3; }
+  max-width: 100%; height: auto; display: block; margin: 0 auto; }
+.reveal .slides .jp-OutputArea-output img:not([width]) { max-height: 410px; }
+/* Logs wrap between words only (JupyterLab's own style breaks anywhere). */
+.reveal .slides .jp-OutputArea-output pre { font-size: 20px; line-height: 1.3;
+  white-space: pre-wrap; word-break: normal; overflow-wrap: normal; }
 /* WCAG contrast for the slide number (reveal.js draws white on 40 % black). */
 .reveal .slide-number { background-color: #222; color: #fff; }
 /* A figure's keyboard controls (plotly-keyboard.js): shown at the foot of the slide
@@ -123,6 +135,52 @@ def shown(outputs: list, choice: bool | list[int]) -> list:
             data["text/html"] = pio.to_html(data[PLOTLY], full_html=False,
                                             include_plotlyjs=False)
     return chosen
+
+
+def png_size(data: str) -> tuple[int, int, float]:
+    """(width, height, dots per inch) of a base64 PNG; 72 dpi when it does not say
+    (matplotlib writes its dpi into the pHYs chunk)."""
+    raw = base64.b64decode(data)
+    if raw[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG image")
+    width, height = struct.unpack(">II", raw[16:24])
+    dpi, at = 72.0, 8
+    while at + 8 <= len(raw):
+        length, kind = struct.unpack(">I4s", raw[at : at + 8])
+        if kind == b"pHYs":
+            x, _, unit = struct.unpack(">IIB", raw[at + 8 : at + 17])
+            dpi = x * 0.0254 if unit == 1 else dpi
+            break
+        if kind == b"IDAT":
+            break
+        at += 12 + length
+    return width, height, dpi
+
+
+def figure_width(width: int, height: int, dpi: float, text: str) -> tuple[int, float]:
+    """The width (deck pixels) to draw a figure at, and the size in screen pixels at
+    1280 x 720 of its 10-point text: as large as fits below the slide's title and
+    text, at most MAX_ZOOM times the figure's own size."""
+    lines = -(-len(text) // 70) if text else 0  # about 70 characters a line at 30 px
+    room = 410 + 40 * (4 - min(lines, 4))  # 410 px under four lines of text
+    zoom = min(FIGURE_WIDTH / width, room / height, MAX_ZOOM)
+    text_px = TEXT_POINTS / 72 * dpi * zoom * SCREEN_HEIGHT / DECK_HEIGHT
+    return round(width * zoom), text_px
+
+
+def sized(outputs: list, text: str, where: str) -> list:
+    """Give every PNG output its slide width; warn where 10-pt text is under 14 px."""
+    for output in outputs:
+        data = output.get("data", {}).get("image/png")
+        if not data:
+            continue
+        width, text_px = figure_width(*png_size(data), text)
+        output.setdefault("metadata", {})["image/png"] = {"width": width}
+        if text_px < MIN_TEXT_PX:
+            print(f"slides: {where}: 10-pt text is {text_px:.1f} px at 1280 x 720 "
+                  f"(the figure is too large for a slide; make it smaller or its "
+                  f"text larger)", file=sys.stderr)
+    return outputs
 
 
 def slide(source: str, kind: str = "slide", **fields) -> nbformat.NotebookNode:
@@ -234,7 +292,8 @@ def deck(nb: nbformat.NotebookNode, stem: str,
                 raise ValueError(f"{stem}: slide {spec['title']!r} has {words(text)} "
                                  f"words of text; keep it to {MAX_WORDS}")
             cells.append(slide(f"## {spec['title']}\n\n{text}"))
-            outputs = shown(cell.get("outputs", []), spec.get("outputs", True))
+            outputs = sized(shown(cell.get("outputs", []), spec.get("outputs", True)),
+                            text, f"{stem}, {spec['title']!r}")
             if outputs:
                 cells.append(slide("", "-", outputs=outputs))
     for spec in extra or []:
