@@ -9,6 +9,8 @@ by one wrong answer.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -1115,3 +1117,62 @@ def test_ex_12_6_float64_and_transformers_float32_frequencies_pass(capsys) -> No
     assert "-9.3975" not in message  # logit 0 is right: only the first wrong one shows
     fails(CH12.check_dynamic_ntk_logits, lambda *a: dynamic_float64(*a)[:-1],
           "a tensor of shape (40,)")
+
+
+# ----------------------------------------------------------------- Chapter 11 (11.2)
+
+CH11 = chapter("11_rope_at_speed")
+
+
+def rope_in_place(x, cos, sin):
+    """Exercise 11.2 written here: save the first half, then update both halves."""
+    if x.shape[-1] % 2:
+        raise ValueError(f"head_dim must be even, got {x.shape[-1]}")
+    x1, x2 = x.chunk(2, dim=-1)
+    saved = x1.clone()
+    x1.mul_(cos).sub_(x2 * sin)
+    x2.mul_(cos).add_(saved * sin)
+    return x
+
+
+def test_ex_11_2_literals_are_the_rotation_in_float64() -> None:
+    """The check's expected values against the rotation computed here in float64 from
+    the exact angles m * 10000 ** (-2i/d), on the check's own inputs."""
+    for shape, expected in CH11.INPLACE_EXPECTED.items():
+        x = CH11.grid_input(shape, torch.float64)
+        d = shape[-1]
+        angles = torch.arange(shape[2], dtype=torch.float64)[:, None] * 10000.0 ** (
+            -torch.arange(0, d, 2, dtype=torch.float64) / d)
+        x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+        c, s = angles.cos(), angles.sin()
+        want = torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), -1)
+        got = torch.tensor(expected, dtype=torch.float64).reshape(shape)
+        assert torch.allclose(got, want, rtol=0, atol=1e-11)
+
+
+def test_ex_11_2_right_answers_pass_and_the_named_mistakes_fail(capsys) -> None:
+    passes(CH11.check_rope_inplace, rope_in_place, 10, capsys)
+    check = CH11.check_rope_inplace
+
+    def full_buffer(x, cos, sin):  # right values, but a full-size copy of x
+        if x.shape[-1] % 2:
+            raise ValueError("head_dim must be even")
+        old = x.clone()
+        h = x.shape[-1] // 2
+        x[..., :h] = old[..., :h] * cos - old[..., h:] * sin
+        x[..., h:] = old[..., h:] * cos + old[..., :h] * sin
+        return x
+
+    fails(check, full_buffer, "no tensor larger than half of x", "a full-size buffer")
+
+    def second_sign(x, cos, sin):  # one flipped sign: the second half subtracts
+        h = x.shape[-1] // 2
+        saved = x[..., :h].clone()
+        x[..., :h] = saved * cos - x[..., h:] * sin
+        x[..., h:] = x[..., h:] * cos - saved * sin
+        return x
+
+    message = fails(check, second_sign, "Exercise 11.2", "looks like one sign flipped",
+                    "the second half")
+    # position 0 is the identity: the first difference shown is at position 1
+    assert re.search(r"at \[0, 0, [1-9]", message), message
