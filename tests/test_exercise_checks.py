@@ -1007,6 +1007,7 @@ def test_chapter_6_and_7_checks_hold_expected_values(stem, name, forbidden) -> N
 @pytest.mark.parametrize("stem, name, forbidden", [
     ("01_attention_cant_see_order", "check_unchanged_causal_outputs",
      ("output_shift(", "range(T)")),
+    ("05_deriving_rope", "check_rope_scores", ("rope_matrix(", "_scores_by_matrices")),
     ("10_positions_in_2d", "check_axial_rope", ("_axial_reference",)),
     ("12_debugging_rope", "check_rope_for_meta_layout", ("apply_rope_halves(",
                                                          "argsort(")),
