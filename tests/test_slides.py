@@ -380,7 +380,8 @@ def test_too_tall_a_figure_is_reported(capsys) -> None:
     output = nbformat.v4.new_output("display_data",
                                     data={"image/png": matplotlib_png((4, 7))})
     sized([output], "some words of text", "08_demo, 'A tall one'")
-    assert "08_demo, 'A tall one': 10-pt text is" in capsys.readouterr().err
+    assert "08_demo, 'A tall one': 10-pt tick or legend text is" in (
+        capsys.readouterr().err)
 
 
 def test_deck_gives_figures_their_width_and_keeps_log_words_whole(tmp_path) -> None:
@@ -399,3 +400,18 @@ def test_deck_gives_figures_their_width_and_keeps_log_words_whole(tmp_path) -> N
     assert "word-break: normal" in style and "overflow-wrap: normal" in style
     # the Part IV deck carries the schedule's slides too
     assert "Exercises to hand in" in page and "Vote (10–25 min)" in page
+
+
+def test_smaller_tick_or_legend_text_is_taken_into_account(capsys) -> None:
+    from make_slides import sized, tick_and_legend_points
+
+    source = ('ax.plot(x)\nax.legend(loc="upper center", fontsize=9)\n'
+              'ax.annotate("a", fontsize=6)')
+    assert tick_and_legend_points(source) == 9  # the annotation is neither
+    assert tick_and_legend_points("ax.tick_params(labelsize='small')") == 8.33
+    assert tick_and_legend_points("ax.plot(x)") == 10
+    output = nbformat.v4.new_output("display_data",
+                                    data={"image/png": matplotlib_png((7, 4.5))})
+    sized([output], " ".join(["word"] * MAX_WORDS), "02_demo, 'Legend'", 9.0)
+    # 9 pt at 100 dpi: a 4.5-inch figure gets about 410 px under four lines of text
+    assert "02_demo, 'Legend': 9-pt tick or legend text is" in capsys.readouterr().err

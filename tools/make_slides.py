@@ -157,29 +157,48 @@ def png_size(data: str) -> tuple[int, int, float]:
     return width, height, dpi
 
 
-def figure_width(width: int, height: int, dpi: float, text: str) -> tuple[int, float]:
+def tick_and_legend_points(source: str) -> float:
+    """The smallest font size (points) a figure cell asks for its ticks or legend:
+    matplotlib's default 10 unless a line about ticks or a legend sets a smaller
+    fontsize or labelsize."""
+    named = {"xx-small": 5.79, "x-small": 6.94, "small": 8.33}
+    sizes = [float(TEXT_POINTS)]
+    for line in source.splitlines():
+        if not re.search(r"legend|tick", line):
+            continue
+        pattern = r"(?:fontsize|labelsize)\s*=\s*([\d.]+|[\"'][a-z-]+[\"'])"
+        for value in re.findall(pattern, line):
+            value = value.strip("\"'")
+            sizes.append(float(value) if value[0].isdigit()
+                         else named.get(value, TEXT_POINTS))
+    return min(sizes)
+
+
+def figure_width(width: int, height: int, dpi: float, text: str,
+                 points: float = TEXT_POINTS) -> tuple[int, float]:
     """The width (deck pixels) to draw a figure at, and the size in screen pixels at
-    1280 x 720 of its 10-point text: as large as fits below the slide's title and
-    text, at most MAX_ZOOM times the figure's own size."""
+    1280 x 720 of its text of ``points`` points: as large as fits below the slide's
+    title and text, at most MAX_ZOOM times the figure's own size."""
     lines = -(-len(text) // 70) if text else 0  # about 70 characters a line at 30 px
     room = 410 + 40 * (4 - min(lines, 4))  # 410 px under four lines of text
     zoom = min(FIGURE_WIDTH / width, room / height, MAX_ZOOM)
-    text_px = TEXT_POINTS / 72 * dpi * zoom * SCREEN_HEIGHT / DECK_HEIGHT
+    text_px = points / 72 * dpi * zoom * SCREEN_HEIGHT / DECK_HEIGHT
     return round(width * zoom), text_px
 
 
-def sized(outputs: list, text: str, where: str) -> list:
-    """Give every PNG output its slide width; warn where 10-pt text is under 14 px."""
+def sized(outputs: list, text: str, where: str, points: float = TEXT_POINTS) -> list:
+    """Give every PNG output its slide width; warn where the figure's tick and legend
+    text (``points``) stays under 14 px at 1280 x 720."""
     for output in outputs:
         data = output.get("data", {}).get("image/png")
         if not data:
             continue
-        width, text_px = figure_width(*png_size(data), text)
+        width, text_px = figure_width(*png_size(data), text, points)
         output.setdefault("metadata", {})["image/png"] = {"width": width}
         if text_px < MIN_TEXT_PX:
-            print(f"slides: {where}: 10-pt text is {text_px:.1f} px at 1280 x 720 "
-                  f"(the figure is too large for a slide; make it smaller or its "
-                  f"text larger)", file=sys.stderr)
+            print(f"slides: {where}: {points:g}-pt tick or legend text is "
+                  f"{text_px:.1f} px at 1280 x 720 (make the figure smaller or the "
+                  f"text at least {TEXT_POINTS} pt)", file=sys.stderr)
     return outputs
 
 
@@ -293,7 +312,8 @@ def deck(nb: nbformat.NotebookNode, stem: str,
                                  f"words of text; keep it to {MAX_WORDS}")
             cells.append(slide(f"## {spec['title']}\n\n{text}"))
             outputs = sized(shown(cell.get("outputs", []), spec.get("outputs", True)),
-                            text, f"{stem}, {spec['title']!r}")
+                            text, f"{stem}, {spec['title']!r}",
+                            tick_and_legend_points(cell.source))
             if outputs:
                 cells.append(slide("", "-", outputs=outputs))
     for spec in extra or []:
