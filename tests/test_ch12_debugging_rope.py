@@ -361,32 +361,110 @@ def test_rows_to_halves_hand_case() -> None:
     assert torch.equal(CH.rows_to_halves(back, 2), W)
 
 
-def test_same_values() -> None:
+def test_near() -> None:
     a = torch.tensor([1.0, 2.0], dtype=torch.float64)
-    assert CH.same_values(a, a.clone()) and CH.same_values(a, a.float())
+    assert CH.near(a, a.clone()) and CH.near(a, a.float())
     zero = torch.zeros(3, dtype=torch.float64)  # only the absolute tolerance counts
-    assert CH.same_values(zero, zero + 5e-10)
-    assert not CH.same_values(zero, zero + 1e-7)
-    assert not CH.same_values(a, a[:1]) and not CH.same_values(a, [1.0, 2.0])
+    assert CH.near(zero, zero + 5e-5) and not CH.near(zero, zero + 1e-3)
+    assert CH.near(zero, zero + 1e-3, atol=1e-2)
+    assert not CH.near(a, a[:1]) and not CH.near(a, [1.0, 2.0])
 
 
-def test_decode_variant_right_position_matches_the_full_pass() -> None:
+def rope_by_hand(x: torch.Tensor, position: float, base: float = 1e4) -> torch.Tensor:
+    """Split-halves RoPE of one vector x (d,) in float64, plane by plane with math's
+    cos and sin (written here, not the chapter's function)."""
+    d = x.shape[0]
+    out = torch.empty(d, dtype=torch.float64)
+    for i in range(d // 2):
+        angle = position * base ** (-2 * i / d)
+        a, b = x[i].item(), x[i + d // 2].item()
+        out[i] = a * math.cos(angle) - b * math.sin(angle)
+        out[i + d // 2] = b * math.cos(angle) + a * math.sin(angle)
+    return out
+
+
+def test_logits_at_positions_against_transformers() -> None:
+    g = torch.Generator().manual_seed(10)
+    q, k = torch.randn(2, 2, 3, 5, 8, generator=g)
+    positions = torch.tensor([[0, 0, 7, 3, 3], [4, 1, 0, 2, 9]])
+    q_rot, k_rot = hf_rope(q, positions), hf_rope(k, positions)
+    want = torch.einsum("bhd,bhtd->bht", q_rot[:, :, -1], k_rot)
+    got = CH.logits_at_positions(q, k, positions)  # float32 on both sides
+    assert got.shape == (2, 3, 5)
+    # as for full_pass_last_logits above: each rotation within its bound of the exact
+    # one (angles up to 9 rad), the dot products of 8 terms within gamma_8
+    q_b, k_b = 2 * float32_rope_bound(q, 9.0), 2 * float32_rope_bound(k, 9.0)
+    limit = logit_bound(q_rot[:, :, -1:], k_rot, q_b[:, :, -1:], k_b)[:, :, 0]
+    gamma8 = 8 * U32 / (1 - 8 * U32)
+    limit = limit + 2 * gamma8 * (q_rot[:, :, -1:].double().abs()
+                                  @ k_rot.double().abs().mT)[:, :, 0]
+    assert bool(((got.double() - want.double()).abs() <= limit).all())
+    with pytest.raises(ValueError, match="one shape"):
+        CH.logits_at_positions(q, k[..., :2, :], positions)
+    with pytest.raises(ValueError, match="positions must have shape"):
+        CH.logits_at_positions(q, k, positions[:, 1:])
+
+
+def test_a_buggy_decoding_step_is_a_full_pass_at_other_ids() -> None:
+    """Station 4's claim, against decoding steps written here with a cache: a query at
+    p, keys rotated at n and then again at s, give the logits of ids n + s and p."""
     g = torch.Generator().manual_seed(12)
-    q, k = torch.randn(2, 2, 3, 5, 6, generator=g, dtype=torch.float64)
-    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 1]])
-    cache = CH.apply_rope_halves(k[:, :, :4], CH.mask_positions(mask))
-    real = mask.sum(1, keepdim=True)
-    logits, keys = CH.decode_variant(q[:, :, 4:], k[:, :, 4:], cache, real)
-    full = torch.cat((mask, torch.ones(2, 1, dtype=mask.dtype)), 1)
-    assert torch.allclose(logits, CH.full_pass_last_logits(q, k, full), atol=1e-12)
-    assert keys.shape == (2, 3, 5, 6) and torch.equal(keys[:, :, :4], cache)
-    raw, raw_keys = CH.decode_variant(q[:, :, 4:], k[:, :, 4:], cache, real,
-                                      rotate_new_key=False)
-    assert torch.equal(raw_keys[:, :, 4:], k[:, :, 4:])
-    _, again = CH.decode_variant(q[:, :, 4:], k[:, :, 4:], cache, real,
-                                 rerotate_cache=True)
-    assert torch.allclose(again[:, :, :4],
-                          CH.apply_rope_halves(cache, real.expand(-1, 4)))
+    q, k = torch.randn(2, 2, 2, 5, 6, generator=g, dtype=torch.float64)
+    cached = [[0, 0, 0, 1], [0, 1, 2, 3]]
+    for new, shift in (([4, 4], [0, 0]), ([0, 0], [0, 0]), ([2, 4], [2, 4])):
+        for b in range(2):
+            for h in range(2):
+                keys = [rope_by_hand(rope_by_hand(k[b, h, t], cached[b][t]), shift[b])
+                        for t in range(4)] + [rope_by_hand(k[b, h, 4], new[b])]
+                by_step = torch.stack(keys) @ rope_by_hand(q[b, h, 4], new[b])
+                ids = torch.tensor([[n + shift[r] for n in cached[r]] + [new[r]]
+                                    for r in range(2)])
+                at_ids = CH.logits_at_positions(q, k, ids)[b, h]
+                # float64 mathematics: rounding about 1e-15, effects of order 1
+                assert torch.allclose(by_step, at_ids, atol=1e-12, rtol=0)
+
+
+def test_decode_mistakes_are_what_each_mistake_gives() -> None:
+    """The literals of Exercise 12.4's usual mistakes against decoding steps worked out
+    here in float64 (rope_by_hand), and apart from each other and the right answer."""
+    q_all, k_all = CH.exact_grid((2, 2, 2, 7, 8))
+    mask = [[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]
+    for step in (5, 6):
+        cached = [[max(sum(row[: t + 1]) - 1, 0) for t in range(step)] for row in mask]
+        real = [sum(row) for row in mask]
+        ways = {  # (query and new key position, shift of the cache, rotate the new key)
+            "right": (real, [0, 0], True),
+            CH.DECODE_PADDING: ([step, step], [0, 0], True),
+            CH.DECODE_NO_OFFSET: ([0, 0], [0, 0], True),
+            CH.DECODE_ROTATED_AGAIN: (real, real, True),
+            CH.DECODE_UNROTATED: (real, [0, 0], False),
+            CH.DECODE_OFF_BY_ONE: ([r - 1 for r in real], [0, 0], True),
+        }
+        found = {}
+        for name, (new, shift, rotate) in ways.items():
+            last_two = torch.empty(2, 2, 2, dtype=torch.float64)
+            for b in range(2):
+                for h in range(2):
+                    last_cached = rope_by_hand(rope_by_hand(
+                        k_all[b, h, step - 1], cached[b][-1]), shift[b])
+                    own = (rope_by_hand(k_all[b, h, step], new[b]) if rotate
+                           else k_all[b, h, step])
+                    query = rope_by_hand(q_all[b, h, step], new[b])
+                    last_two[b, h] = torch.stack((query @ last_cached, query @ own))
+            found[name] = last_two
+            if name != "right":
+                held = torch.tensor(CH.DECODE_MISTAKES[name][step], dtype=torch.float64)
+                # 12 significant digits of values below 14: within 1e-10
+                assert torch.allclose(held, last_two, atol=1e-9, rtol=0), name
+        want = torch.tensor(CH.DECODE_EXPECTED[step]["logits"], dtype=torch.float64)[..., -2:]
+        assert torch.allclose(found["right"], want, atol=1e-9, rtol=0)
+        names = list(found)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                gap = (found[a] - found[b]).abs().max().item()
+                same = {a, b} == {CH.DECODE_NO_OFFSET, CH.DECODE_ROTATED_AGAIN}
+                assert gap < 1e-12 if same else gap > 0.05, (a, b, gap)
+        mask = [row + [1] for row in mask]
 
 
 # ------------------------------------------------------------------ station checks
@@ -555,21 +633,36 @@ def test_check_11_4(capsys) -> None:
     check = CH.check_decode_step
     passes(check, decode_solution, 2 * 2 + 1, capsys)
 
-    def variant(**options):
+    def variant(position=lambda real, mask: real, rotate=True, rerotate=False):
+        """A decoding step written here, with the new token at position(real, mask)."""
         def candidate(q_new, k_new, cache, mask, base=10000.0):
-            real = mask.sum(1, keepdim=True)
-            position = options.get("position", lambda r, m: r)(real, mask)
-            return CH.decode_variant(q_new, k_new, cache, position,
-                                     options.get("rotate", True),
-                                     options.get("rerotate", False))
+            at = position(mask.sum(1, keepdim=True).long(), mask)
+            q = CH.apply_rope_halves(q_new, at, base)
+            k = CH.apply_rope_halves(k_new, at, base) if rotate else k_new
+            if rerotate:
+                cache = CH.apply_rope_halves(cache, at.expand(-1, cache.shape[2]), base)
+            keys = torch.cat((cache, k), dim=2)
+            return torch.einsum("bhd,bhtd->bht", q[:, :, 0], keys), keys
         return candidate
 
     fails(check, variant(position=lambda r, m: torch.full_like(r, m.shape[1])),
-          "counts the padding", "transformers PR #22382", "step 1")
-    fails(check, variant(position=lambda r, m: torch.zeros_like(r)), "no offset")
-    fails(check, variant(rerotate=True), "rotated again")
-    fails(check, variant(rotate=False), "appended unrotated")
+          "counts the padding", "transformers PR #22382", "step 1", "the cache")
+    fails(check, variant(position=lambda r, m: torch.zeros_like(r)), "no offset",
+          "the cache")
+    fails(check, variant(rerotate=True), "rotated again", "the cache")
+    fails(check, variant(rotate=False), "appended unrotated", "the cache")
     fails(check, variant(position=lambda r, m: r - 1), "off by one")
+    # the same mistakes in float32 are named too
+    as32 = variant(position=lambda r, m: torch.zeros_like(r))
+    fails(check, lambda q, k, c, m: as32(q.float(), k.float(), c.float(), m),
+          "no offset")
+    # logits right at step 1, wrong at step 2 only: the mistake named at step 2
+    def late(q_new, k_new, cache, mask, base=10000.0):
+        if mask.shape[1] == 5:
+            return variant()(q_new, k_new, cache, mask, base)
+        return variant(position=lambda r, m: torch.full_like(r, m.shape[1]))(
+            q_new, k_new, cache, mask, base)
+    fails(check, late, "counts the padding", "step 2")
     fails(check, lambda *args: (decode_solution(*args)[0] * 2, decode_solution(*args)[1]),
           "none of the usual mistakes")
     fails(check, variant(), "a mask shorter than the cache", "no error")

@@ -1015,6 +1015,10 @@ def test_chapter_6_and_7_checks_hold_expected_values(stem, name, forbidden) -> N
                                                          "rope_scaling\"]")),
     ("12_debugging_rope", "check_dynamic_ntk_logits", ("dynamic_inv_freq(",
                                                        "rope_with_inv_freq(")),
+    # 12.4: no decoding step of its own (the old decode_variant), and no count of the
+    # real tokens (the new token's position)
+    ("12_debugging_rope", "check_decode_step", ("decode_variant", ".sum(", "cumsum",
+                                                "logits_at_positions(")),
 ])
 def test_chapters_1_10_12_checks_hold_expected_values(stem, name, forbidden) -> None:
     source = check_source(stem, name)
