@@ -54,11 +54,14 @@ book: setup
 	$(VENV)/bin/jupyter-book build . --path-output $(abspath $(BUILD)/..) -W -n --keep-going
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
 
-# The site with every solution cell removed (they still run, so the checks pass), for a
-# course that publishes the book before the answers: _build/no-solutions/_build/html/.
+# The student edition of the site, for a course that publishes the book before the
+# answers: no solution anywhere (pages, downloads, search, slides), no instructor page,
+# Colab badges opening colab/student/. Made from the last `make book`'s executed
+# notebooks without executing them again (tools/make_student_site.py):
+# _build/no-solutions/_build/html/.
 book-no-solutions: setup
-	rm -rf $(BUILD)/no-solutions
-	BOOK_HIDE_SOLUTIONS=1 $(VENV)/bin/jupyter-book build . --path-output $(BUILD)/no-solutions -W -n --keep-going
+	test -d $(BUILD)/jupyter_execute/notebooks || $(MAKE) book
+	$(PY) tools/make_student_site.py
 
 # Slides again from the last build's executed notebooks (after editing slide metadata).
 slides:
