@@ -1,7 +1,7 @@
 # `make book` builds the site (executing every notebook); `make test` runs every test;
 # `make check` is the one-minute loop while editing (sync, lint, unit tests; no build).
 # All create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book book-no-solutions test check lint unit setup sync student slides pdf bench bench-rope determinism mutate portability clean
+.PHONY: book book-no-solutions test check lint unit setup sync student assignments autograde slides pdf bench bench-rope determinism mutate portability clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -77,6 +77,19 @@ pdf: setup
 
 student: setup
 	$(PY) tools/make_student.py student
+
+# Autograding with nbgrader (tools/autograde.py): `make assignments` writes the hand-out
+# notebooks, one per chapter, into _build/assignments/release/NN_topic/ and grades the
+# chapters' own solutions with them (full marks expected); `make autograde
+# SUBMISSIONS=folder` grades folder/<student>/NN_topic.ipynb into folder/grades.csv
+# (scores, each check's feedback, tampering), keeping the graded notebooks in
+# _build/autograde/autograded/.
+assignments: setup
+	$(PY) tools/autograde.py assignments --out $(BUILD)/assignments --validate
+
+autograde: setup
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make autograde SUBMISSIONS=folder"; exit 2; }
+	$(PY) tools/autograde.py grade $(SUBMISSIONS) --course $(BUILD)/autograde
 
 # Times a fresh `make test` (build included) and each notebook alone; prints a table.
 bench: setup
