@@ -1,7 +1,8 @@
 """The student edition's side of Sphinx (``make book-no-solutions``).
 
 ``tools/make_student_site.py`` builds the student edition from its own source tree
-(notebooks without solution cells, no instructor page) and sets ``BOOK_HIDE_SOLUTIONS=1``.
+(notebooks without solution cells, no instructor page) and sets
+``BOOK_HIDE_SOLUTIONS=1``.
 With the variable set, this extension
 
 - tags every notebook cell tagged ``solution`` ``remove-cell`` as well, before myst-nb
@@ -24,7 +25,7 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx.util.docutils import docname_join
+from sphinx.util import docname_join
 
 
 def _enabled() -> bool:
