@@ -6,9 +6,9 @@ One course, three submissions of the released notebook, one batch run to a CSV:
 - *wrong*: plausible mistakes (3.2 keeps the 2 x 2 blocks whole, 3.3 returns the
   identity): no points, and the feedback names the mistake;
 - *tampered*: the same wrong answers, with 3.2's check cell deleted and
-  `check_relative_part` redefined to print a pass, 3.3's check cell edited to print a
-  pass, and the feedback machinery (`ExerciseCheck`) made to pass everything in its
-  read-only cell: no points, each tampering reported.
+  `check_relative_part` redefined in the answer cell to print a pass, 3.3's check cell
+  edited to print a pass, and the feedback machinery (`ExerciseCheck`) made to pass
+  everything in its read-only cell: no points, each tampering reported.
 
 Offline. The three submissions run in nbgrader's kernels (about a minute under load),
 so these tests are marked `site`: `make test` runs them, `make check` does not. The
@@ -67,11 +67,12 @@ def tampered(release: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell.source = FAKE_PASS  # edited
         if "class ExerciseCheck" in cell.source:  # a read-only cell, made to pass
             cell.source += "\n\nExerciseCheck.fail = lambda self, *a, **k: None\n"
+        if gid == "answer-ex-03-which-h":  # a check of one's own, above the check
+            cell.source += (
+                "\n\ndef check_relative_part(candidate):\n"
+                '    print("All 4 checks passed.")\n'
+            )
         cells.append(cell)
-        if gid == "answer-ex-03-which-h":  # a check of one's own, in a new cell
-            cells.append(nbformat.v4.new_code_cell(
-                "def check_relative_part(candidate):\n"
-                '    print("All 4 checks passed.")'))
     nb.cells = cells
     return nb
 

@@ -18,8 +18,8 @@ this builds the student edition from its own source tree, in ``OUT/src/``:
 - ``book/`` without the instructor page (``book/course/instructor.md``), and a table of
   contents without it; links to it become plain text (``book/course/_ext``);
 - ``_config.yml`` with ``execute_notebooks: "off"``: the pages show the full build's
-  outputs, so the student edition costs a Sphinx run (about a minute), not the
-  notebooks' execution again.
+  outputs, so the student edition costs a Sphinx run, not the notebooks' execution
+  again; no repository button (the repository's ``notebooks/`` hold the solutions).
 
 Then ``jupyter-book build OUT/src --path-output OUT -W -n --keep-going`` writes
 ``OUT/_build/html``; each chapter's ``_sources/notebooks/NN_topic.ipynb`` (the
@@ -72,6 +72,11 @@ def student_page(
             f"{name}: the executed notebook of the last build differs from "
             f"notebooks/{name}; run `make book` again"
         )
+    failed = [k for k, c in enumerate(executed.cells) if c.cell_type == "code"
+              and any(o.output_type == "error" for o in c.outputs)]
+    if failed:
+        raise StaleBuild(f"{name}: cells {failed} of the last build's executed "
+                         "notebook failed; run `make book` until it builds cleanly")
     out = nbformat.from_dict(executed)
     out.cells = [c for c in out.cells if SOLUTION_TAG not in tags(c)]
     for cell in out.cells:
@@ -113,6 +118,8 @@ def student_config(config: dict) -> dict:
     """_config.yml for the student edition: nothing executed, the notes excluded."""
     config = yaml.safe_load(yaml.safe_dump(config))  # a deep copy
     config["execute"]["execute_notebooks"] = "off"
+    # The repository holds the solutions (notebooks/): no button leading there.
+    config["html"]["use_repository_button"] = False
     config["exclude_patterns"] = [*config["exclude_patterns"], *WITHHELD_PAGES]
     sphinx = config["sphinx"]
     # Extensions load from the repository (absolute paths work from any folder).
