@@ -177,3 +177,27 @@ def test_every_chapter_has_an_assignment(path: Path) -> None:
         assert "NotImplementedError" in stub and solution.endswith("### END SOLUTION")
     ids = [grade_id(c) for c in source.cells if grade_id(c)]
     assert len(ids) == len(set(ids)), "grade ids are unique"
+
+
+@pytest.mark.unit
+def test_deleted_checks_go_back_where_they_were() -> None:
+    release = autograde.assignment_source(CHAPTER)
+    ids = [grade_id(c) for c in release.cells]
+    gone = {"answer-ex-03-which-h", "check-ex-03-which-h",
+            "check-ex-03-layout-permutation"}
+    submitted = nbformat.from_dict(release)
+    submitted.cells = [c for c in submitted.cells if grade_id(c) not in gone]
+    back = autograde.restore_missing(submitted, release)
+    restored = [grade_id(c) for c in back.cells]
+    assert [i for i in restored if i] == [
+        i for i in ids if i and i != "answer-ex-03-which-h"
+    ], "each test cell returns after the nearest nbgrader cell of the release before it"
+    after = restored.index("answer-ex-03-layout-permutation") + 1
+    assert restored[after] == "check-ex-03-layout-permutation"
+    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    restored = autograde.restore_missing(plain, release)
+    assert [grade_id(c) for c in restored.cells] == [None] + [
+        i for i in ids if (i or "").startswith("check-")
+    ]
+    notes = autograde.notebook_tampering(plain, release)
+    assert notes[0].startswith("not the released notebook")

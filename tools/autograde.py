@@ -20,9 +20,9 @@ lab, keeps the whole notebook). In it
   grading: a check redefined anywhere in the notebook is the book's check again;
 - every other code cell (setup, definitions, the checks' definitions) is read-only.
 
-At grading nbgrader puts back the source of every read-only and test cell
-(``OverwriteCells``) and re-adds deleted test cells (``add_missing_cells``), so a
-student cannot edit or delete a check away. Derivation exercises have no check: they
+At grading a deleted test cell is put back where it was (``restore_missing``) and
+nbgrader puts back the source of every read-only and test cell (``OverwriteCells``), so
+a student cannot edit or delete a check away. Derivation exercises have no check: they
 are graded by hand (the instructor page gives rubric points).
 
 **Grading.** ``SUBMISSIONS/<student>/NN_topic.ipynb`` (the released notebook, worked
@@ -230,6 +230,25 @@ def grade_ids(nb: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
             if "grade_id" in c.metadata.get("nbgrader", {})}
 
 
+def restore_missing(submitted: nbformat.NotebookNode,
+                    release: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The submission with every deleted test cell put back after the nearest cell of
+    the release before it (nbgrader's own ``add_missing_cells`` fails when that cell is
+    gone too). nbgrader then restores the source of every test cell."""
+    out = nbformat.from_dict(submitted)
+    for k, cell in enumerate(release.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("grade") or meta["grade_id"] in grade_ids(out):
+            continue
+        where = {gid: j for j, c in enumerate(out.cells)
+                 if (gid := c.metadata.get("nbgrader", {}).get("grade_id"))}
+        anchors = [where[g] for c in release.cells[:k]
+                   if (g := c.metadata.get("nbgrader", {}).get("grade_id")) in where]
+        out.cells.insert(anchors[-1] + 1 if anchors else len(out.cells),
+                         nbformat.from_dict(cell))
+    return out
+
+
 def tampering(submitted: nbformat.NotebookNode, release: nbformat.NotebookNode,
               grade_id: str) -> list[str]:
     """What the submission did to the check of ``grade_id`` (restored for grading)."""
@@ -246,7 +265,8 @@ def notebook_tampering(submitted: nbformat.NotebookNode,
                        release: nbformat.NotebookNode) -> list[str]:
     """Read-only cells edited or deleted, checks redefined (all undone for grading)."""
     cells, original = grade_ids(submitted), grade_ids(release)
-    notes = []
+    notes = [] if cells else ["not the released notebook (no nbgrader cells): the "
+                              "checks were appended at its end"]
     for grade_id, cell in original.items():
         meta = cell.metadata["nbgrader"]
         if meta["locked"] and not meta["grade"]:
@@ -307,7 +327,6 @@ def grade(submissions: Path, csv_path: Path, course: Path = COURSE) -> list[dict
         aid = path.stem
         target = course / "submitted" / student / aid / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target)
         release = read(course / "release" / aid / path.name)
         try:
             submitted = read(path)
@@ -315,6 +334,7 @@ def grade(submissions: Path, csv_path: Path, course: Path = COURSE) -> list[dict
             submitted, broken = None, f"unreadable notebook: {error}"
         else:
             broken = None
+            nbformat.write(restore_missing(submitted, release), target)
         result = api.autograde(aid, student) if submitted is not None else None
         graded_path = course / "autograded" / student / aid / path.name
         if result is not None and not (result["success"] and graded_path.is_file()):
