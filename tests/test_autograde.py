@@ -201,3 +201,16 @@ def test_deleted_checks_go_back_where_they_were() -> None:
     ]
     notes = autograde.notebook_tampering(plain, release)
     assert notes[0].startswith("not the released notebook")
+
+
+@pytest.mark.unit
+def test_an_answer_holds_only_its_own_solution() -> None:
+    """Chapter 6's derivation 6.1 has solution code before 6.2's stub: not 6.2's."""
+    path = next(p for p in notebook_paths() if p.name.startswith("06_"))
+    nb = read(path)
+    found = {e.number: e for e in autograde.exercises(nb, path.name)}
+    assert all(j > found["6.2"].stub for j in found["6.2"].solutions)
+    assert [nb.cells[j].source for j in found["6.2"].solutions] == [
+        c.source for c in nb.cells
+        if SOLUTION_TAG in tags(c) and c.source.startswith("def convert_qk_weight(")
+    ]

@@ -112,8 +112,10 @@ def exercises(nb: nbformat.NotebookNode, name: str) -> list[Exercise]:
         stubs = [j for j in between if nb.cells[j].cell_type == "code"
                  and SOLUTION_TAG not in tags(nb.cells[j])
                  and STUB.search(nb.cells[j].source)]
+        # The solution code after the stub (a derivation's illustration before it is
+        # not part of this exercise's answer).
         solutions = [j for j in between if nb.cells[j].cell_type == "code"
-                     and SOLUTION_TAG in tags(nb.cells[j])]
+                     and SOLUTION_TAG in tags(nb.cells[j]) and stubs and j > stubs[-1]]
         if directive is None or not stubs or not solutions:
             raise ValueError(f"{name}, cell {k}: a check needs an exercise, a stub "
                              "and a solution before it")
