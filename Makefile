@@ -57,11 +57,12 @@ book: setup
 # The student edition of the site, for a course that publishes the book before the
 # answers: no solution anywhere (pages, downloads, search, slides), no instructor page,
 # Colab badges opening colab/student/. Made from the last `make book`'s executed
-# notebooks without executing them again (tools/make_student_site.py):
-# _build/no-solutions/_build/html/.
+# notebooks without executing them again (tools/make_student_site.py), then searched for
+# any solution's text (tools/solution_leaks.py): _build/no-solutions/_build/html/.
 book-no-solutions: setup
 	test -d $(BUILD)/jupyter_execute/notebooks || $(MAKE) book
-	$(PY) tools/make_student_site.py
+	$(PY) tools/make_student_site.py --executed $(BUILD)/jupyter_execute/notebooks --out $(BUILD)/no-solutions
+	$(PY) tools/solution_leaks.py $(BUILD)/no-solutions --executed $(BUILD)/jupyter_execute/notebooks
 
 # Slides again from the last build's executed notebooks (after editing slide metadata).
 slides:

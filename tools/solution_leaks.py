@@ -1,6 +1,6 @@
 """Find solution text in a built site (or any folder).
 
-    python tools/solution_leaks.py DIR         (exit status 1 if anything is found)
+    python tools/solution_leaks.py DIR [--executed DIR]   (exit status 1 on a leak)
 
 What counts as secret: the source of every cell tagged ``solution`` in the chapters,
 the body of every ``{solution}`` directive in the prose pages, and the withheld pages
@@ -219,13 +219,15 @@ def report(leaks: dict[str, dict[str, list[str]]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from make_student_site import WITHHELD_PAGES
+    from paths import EXECUTED_NOTEBOOKS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--executed", type=Path, default=EXECUTED_NOTEBOOKS,
+                        help="the executed notebooks (their outputs are public)")
     args = parser.parse_args(argv)
-    from paths import EXECUTED_NOTEBOOKS
-
-    secrets = fingerprints(WITHHELD_PAGES, EXECUTED_NOTEBOOKS)
+    executed = args.executed if args.executed.is_dir() else None
+    secrets = fingerprints(WITHHELD_PAGES, executed)
     leaks = scan(args.folder, secrets)
     print(report(leaks) or f"no solution text in {args.folder} "
           f"({secrets.count} fingerprints)")
