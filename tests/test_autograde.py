@@ -180,6 +180,26 @@ def test_every_chapter_has_an_assignment(path: Path) -> None:
 
 
 @pytest.mark.unit
+def test_feedback_of_a_test_cell() -> None:
+    def cell(*outputs):
+        return nbformat.v4.new_code_cell("check_f(f)", outputs=list(outputs))
+
+    stub = nbformat.v4.new_output("error", ename="NotImplementedError",
+                                  evalue="Exercise 3.2: write it", traceback=[])
+    wrong = nbformat.v4.new_output("error", ename="AssertionError",
+                                   evalue="Exercise 3.2, case d = 2:\n  expected 1",
+                                   traceback=[])
+    passed = nbformat.v4.new_output("stream", name="stdout",
+                                    text="All 4 checks passed.\n")
+    assert autograde.message(cell(stub)) == (
+        "not attempted", "NotImplementedError: Exercise 3.2: write it")
+    assert autograde.message(cell(wrong)) == (
+        "failed", "AssertionError: Exercise 3.2, case d = 2: expected 1")
+    assert autograde.message(cell(passed)) == ("passed", "All 4 checks passed.")
+    assert autograde.message(None)[0] == "not run"
+
+
+@pytest.mark.unit
 def test_deleted_checks_go_back_where_they_were() -> None:
     release = autograde.assignment_source(CHAPTER)
     ids = [grade_id(c) for c in release.cells]
