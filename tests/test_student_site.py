@@ -146,6 +146,19 @@ def test_chapter_page_and_download(student_site: Path, path: Path) -> None:
 
 
 @pytest.mark.site
+def test_every_colab_link_opens_a_student_edition(student_site: Path) -> None:
+    colab = re.compile(r'href="(https://colab\.research\.google\.com/[^"]+)"')
+    links = {
+        link
+        for page in student_site.rglob("*.html")
+        for link in colab.findall(page.read_text(errors="replace"))
+    }
+    assert len(links) >= len(PATHS)
+    full = sorted(link for link in links if "/colab/student/" not in link)
+    assert not full, f"links to Colab editions with solutions: {full[:5]}"
+
+
+@pytest.mark.site
 def test_every_local_link_resolves(student_site: Path) -> None:
     pages = sorted(p for p in student_site.rglob("*.html") if "_static" not in p.parts)
     assert (student_site / "slides" / "index.html") in pages, "no slides"

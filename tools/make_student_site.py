@@ -16,7 +16,8 @@ this builds the student edition from its own source tree, in ``OUT/src/``:
   ``colab/student/``. They are checked against ``notebooks/`` first: a stale build is
   refused;
 - ``book/`` without the instructor page (``book/course/instructor.md``), and a table of
-  contents without it; links to it become plain text (``book/course/_ext``);
+  contents without it; links to it become plain text (``book/course/_ext``); links to
+  the full Colab editions (``colab/``, with solutions) open the student editions;
 - ``_config.yml`` with ``execute_notebooks: "off"``: the pages show the full build's
   outputs, so the student edition costs a Sphinx run, not the notebooks' execution
   again; no repository button (the repository's ``notebooks/`` hold the solutions).
@@ -148,6 +149,10 @@ def stage(src: Path, executed: Path) -> list[Path]:
             n for n in names if Path(folder) / n in withheld or n == "__pycache__"
         ],
     )
+    for page in (src / "book").rglob("*.md"):  # e.g. the running page's Colab table
+        text = page.read_text()
+        if BADGE.search(text):
+            page.write_text(BADGE.sub(r"\1colab/student/", text))
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     (src / "_config.yml").write_text(yaml.safe_dump(student_config(config)))
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
