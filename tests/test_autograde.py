@@ -234,3 +234,31 @@ def test_an_answer_holds_only_its_own_solution() -> None:
         c.source for c in nb.cells
         if SOLUTION_TAG in tags(c) and c.source.startswith("def convert_qk_weight(")
     ]
+
+
+@pytest.fixture(scope="module")
+def fingerprints() -> solution_leaks.Secrets:
+    return solution_leaks.fingerprints(WITHHELD_PAGES)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_every_hand_out_is_free_of_solutions(
+    path: Path, tmp_path: Path, fingerprints: solution_leaks.Secrets
+) -> None:
+    """nbgrader's release steps (solutions and hidden tests cleared) on each chapter's
+    assignment leave no solution text (tools/solution_leaks.py) and the stubs as they
+    are in the student notebook."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    nb = autograde.assignment_source(path)
+    nb, _ = ClearSolutions(code_stub={"python": ""}).preprocess(nb, {})
+    nb, _ = ClearHiddenTests().preprocess(nb, {})
+    nbformat.write(nb, tmp_path / path.name)
+    leaks = solution_leaks.scan(tmp_path, fingerprints)
+    assert not leaks, solution_leaks.report(leaks)
+    stubs = [c.source for c in nb.cells if (grade_id(c) or "").startswith("answer-")]
+    original = read(path)
+    assert [s.rstrip("\n") for s in stubs] == [
+        original.cells[e.stub].source for e in autograde.exercises(original, path.name)
+    ]
