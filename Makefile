@@ -1,7 +1,7 @@
 # `make book` builds the site (executing every notebook); `make test` runs every test;
 # `make check` is the one-minute loop while editing (sync, lint, unit tests; no build).
 # All create .venv on first use. `book` is also a folder name, hence .PHONY.
-.PHONY: book book-no-solutions test check lint unit setup sync student slides pdf bench bench-rope determinism mutate portability clean
+.PHONY: book book-no-solutions test check lint unit setup sync student assignments autograde slides pdf bench bench-rope determinism mutate portability clean
 
 PYTHON ?= python3
 VENV := .venv
@@ -54,11 +54,15 @@ book: setup
 	$(VENV)/bin/jupyter-book build . --path-output $(abspath $(BUILD)/..) -W -n --keep-going
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
 
-# The site with every solution cell removed (they still run, so the checks pass), for a
-# course that publishes the book before the answers: _build/no-solutions/_build/html/.
+# The student edition of the site, for a course that publishes the book before the
+# answers: no solution anywhere (pages, downloads, search, slides), no instructor page,
+# Colab badges opening colab/student/. Made from the last `make book`'s executed
+# notebooks without executing them again (tools/make_student_site.py), then searched for
+# any solution's text (tools/solution_leaks.py): _build/no-solutions/_build/html/.
 book-no-solutions: setup
-	rm -rf $(BUILD)/no-solutions
-	BOOK_HIDE_SOLUTIONS=1 $(VENV)/bin/jupyter-book build . --path-output $(BUILD)/no-solutions -W -n --keep-going
+	test -d $(BUILD)/jupyter_execute/notebooks || $(MAKE) book
+	$(PY) tools/make_student_site.py --executed $(BUILD)/jupyter_execute/notebooks --out $(BUILD)/no-solutions
+	$(PY) tools/solution_leaks.py $(BUILD)/no-solutions --executed $(BUILD)/jupyter_execute/notebooks
 
 # Slides again from the last build's executed notebooks (after editing slide metadata).
 slides:
@@ -74,6 +78,19 @@ pdf: setup
 
 student: setup
 	$(PY) tools/make_student.py student
+
+# Autograding with nbgrader (tools/autograde.py): `make assignments` writes the hand-out
+# notebooks, one per chapter, into _build/assignments/release/NN_topic/ and grades the
+# chapters' own solutions with them (full marks expected); `make autograde
+# SUBMISSIONS=folder` grades folder/<student>/NN_topic.ipynb into folder/grades.csv
+# (scores, each check's feedback, tampering), keeping the graded notebooks in
+# _build/autograde/autograded/.
+assignments: setup
+	$(PY) tools/autograde.py assignments --out $(BUILD)/assignments --validate
+
+autograde: setup
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make autograde SUBMISSIONS=folder"; exit 2; }
+	$(PY) tools/autograde.py grade $(SUBMISSIONS) --course $(BUILD)/autograde
 
 # Times a fresh `make test` (build included) and each notebook alone; prints a table.
 bench: setup

@@ -33,7 +33,7 @@ from make_student import (
     student_notebook,
     write_students,
 )
-from nbtools import notebook_paths, read, tags
+from nbtools import ROOT, notebook_paths, read, tags
 from paths import EXECUTED
 from run_notebook import RunResult, execute_notebook, execute_standalone
 
@@ -379,3 +379,28 @@ def test_check_definitions_are_folded_and_out_of_the_way(path: Path) -> None:
     assert called <= defined, (
         f"{path.name}: checks {sorted(called - defined)} are not folded checks"
     )
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_colab_student_edition_folds_the_checks(path: Path) -> None:
+    """Colab ignores ``jupyter.source_hidden``; it folds forms (``cellView: "form"``).
+    Every cell folded in the student notebook (the check definitions among them) is a
+    form with a title in the Colab student edition."""
+    colab = read(ROOT / "colab" / "student" / path.name)
+    folded = [
+        c
+        for c in student_notebook(read(path)).cells
+        if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden")
+    ]
+    forms = {
+        c.source.split("\n", 1)[1]: c
+        for c in colab.cells
+        if c.cell_type == "code" and c.metadata.get("cellView") == "form"
+    }
+    assert folded, f"{path.name}: no folded cell (the check definitions are folded)"
+    for cell in folded:
+        assert cell.source in forms, (
+            f"{path.name}: the folded cell {source_head(cell)!r} is not a Colab form "
+            "in colab/student/: run make sync"
+        )
+        assert forms[cell.source].source.startswith("# @title ")

@@ -12,7 +12,9 @@ writes
   with a link ("Figure 4.2"); every captioned figure cell followed by a Markdown cell
   "**Figure 4.2.** caption"; citations as "Author (year)" linked to the bibliography
   page; ``(label)=`` targets dropped; admonitions as quotes; solutions folded
-  (``<details>`` for Markdown, a hidden Colab form for solution code);
+  (``<details>`` for Markdown, a hidden Colab form for solution code); cells folded
+  on the site (``jupyter.source_hidden``: the exercise checks) folded as Colab forms
+  (``cellView: "form"``; Colab ignores ``source_hidden``);
 - ``colab/student/NN_topic.ipynb``: the same from the student version
   (tools/make_student.py), so no solutions at all.
 
@@ -450,6 +452,25 @@ def lead(title: str, body: str) -> str:
     return f"{title} {body}"
 
 
+CHECK_DEFINITION = re.compile(r"ExerciseCheck\(|^def check_\w+\(", re.M)
+
+
+def fold_for_colab(cell: nbformat.NotebookNode) -> None:
+    """Fold a cell that is folded on the site (``jupyter.source_hidden``) in Colab too.
+
+    Colab ignores ``source_hidden``; it folds a cell shown as a form
+    (``cellView: "form"``), under the title of its first line, ``# @title ...``.
+    """
+    if not cell.source.lstrip().startswith("# @title"):
+        title = (
+            "Exercise checks: run this cell, then try the exercises"
+            if CHECK_DEFINITION.search(cell.source)
+            else "Folded code: run this cell (the text explains what it does)"
+        )
+        cell.source = f"# @title {title}\n{cell.source}"
+    cell.metadata["cellView"] = "form"
+
+
 def colab_edition(
     nb: nbformat.NotebookNode, path: Path, book: Book, student: bool = False
 ) -> nbformat.NotebookNode:
@@ -479,6 +500,8 @@ def colab_edition(
                     "form"  # Colab shows the title, hides the code
                 )
                 cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+            elif cell.metadata.get("jupyter", {}).get("source_hidden"):
+                fold_for_colab(cell)
         cells.append(cell)
         caption = figure_caption(cell, converter)
         if caption is not None:

@@ -9,6 +9,9 @@
   open the browser's print dialog);
 - provides the ``{pdf-links}`` directive: a list of the book's PDF and each chapter's,
   with the chapter numbers and titles of the table of contents (the introduction page).
+
+With ``print_edition_pdfs = False`` (the student edition, whose PDFs are not printed)
+the download menu keeps the theme's entry and ``{pdf-links}`` says where the PDFs are.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ class PdfLinks(SphinxDirective):
 def resolve_pdf_links(app, doctree, docname: str) -> None:
     env = app.env
     for node in list(doctree.findall(pdf_links)):
+        if not app.config.print_edition_pdfs:
+            node.replace_self(nodes.paragraph(
+                "", "The printable edition (PDF) comes with the full book."))
+            continue
         items = nodes.bullet_list(classes=["pdf-links"])
 
         def item(text: str, target: str) -> None:
@@ -61,7 +68,7 @@ def resolve_pdf_links(app, doctree, docname: str) -> None:
 
 def pdf_download_button(app, pagename, templatename, context, doctree) -> None:
     """On a chapter page, the download menu's ".pdf" opens the chapter's PDF."""
-    if not pagename.startswith(CHAPTERS):
+    if not pagename.startswith(CHAPTERS) or not app.config.print_edition_pdfs:
         return
     url = relative(pagename, f"{PDF_DIR}/{pagename.removeprefix(CHAPTERS)}.pdf")
     for group in context.get("header_buttons", []):
@@ -78,6 +85,7 @@ def pdf_download_button(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
+    app.add_config_value("print_edition_pdfs", True, "html")
     app.add_node(pdf_links)
     app.add_directive("pdf-links", PdfLinks)
     app.add_css_file("print.css", media="print")

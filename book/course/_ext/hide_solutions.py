@@ -1,19 +1,31 @@
-"""Build the site without solutions: ``BOOK_HIDE_SOLUTIONS=1 jupyter-book build``.
+"""The student edition's side of Sphinx (``make book-no-solutions``).
 
-With the variable set, every notebook cell tagged ``solution`` also gets the tag
-``remove-cell`` before myst-nb reads the notebook: the cell still executes (so every
-check below it passes), but neither its source nor its output reaches the page.
-sphinx-exercise's ``hide_solutions`` is switched on as well, for any ``{solution}``
-outside such a cell. ``make book-no-solutions`` sets the variable.
+``tools/make_student_site.py`` builds the student edition from its own source tree
+(notebooks without solution cells, no instructor page) and sets
+``BOOK_HIDE_SOLUTIONS=1``.
+With the variable set, this extension
+
+- tags every notebook cell tagged ``solution`` ``remove-cell`` as well, before myst-nb
+  reads the notebook (a second net: the staged notebooks have no such cells);
+- switches on sphinx-exercise's ``hide_solutions``, for any ``{solution}`` directive;
+- turns every link to a withheld page or one of its labels into its plain text
+  (``hide_solutions_withheld = {"docs": [...], "labels": [...]}``, which the tool
+  writes into the student edition's configuration): the course pages still say "the
+  instructor page", but nothing links to a page that is not there.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import PurePosixPath
 
+from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import docname_join
 
 
 def _enabled() -> bool:
@@ -36,7 +48,40 @@ def _hide(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = json.dumps(notebook)
 
 
+def _target_doc(node: addnodes.pending_xref, docname: str) -> str | None:
+    """The document a ``{doc}`` role or a Markdown link points at, if it is one."""
+    target = str(node.get("reftarget", ""))
+    if node.get("reftype") == "doc":
+        return docname_join(docname, target)
+    if node.get("reftype") == "myst" and node.get("refdomain") == "doc":
+        return str(PurePosixPath(target).with_suffix(""))
+    if node.get("reftype") == "myst" and target.endswith(".md"):
+        folder = PurePosixPath(docname).parent
+        return str(PurePosixPath(os.path.normpath(folder / target)).with_suffix(""))
+    return None
+
+
+class UnlinkWithheld(SphinxPostTransform):
+    """Links to withheld pages and their labels become plain text."""
+
+    default_priority = 5  # before Sphinx's and MyST's reference resolvers
+
+    def run(self, **kwargs) -> None:
+        withheld = self.config.hide_solutions_withheld or {}
+        docs, labels = set(withheld.get("docs", [])), set(withheld.get("labels", []))
+        if not (docs or labels):
+            return
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            target = str(node.get("reftarget", "")).lower()
+            if _target_doc(node, self.env.docname) in docs or (
+                node.get("reftype") in ("ref", "numref", "myst") and target in labels
+            ):
+                node.replace_self(nodes.inline("", node.astext()))
+
+
 def setup(app: Sphinx) -> dict[str, bool]:
+    app.add_config_value("hide_solutions_withheld", {}, "env")
     app.connect("config-inited", _configure)
     app.connect("source-read", _hide)
+    app.add_post_transform(UnlinkWithheld)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
