@@ -1024,3 +1024,73 @@ def test_rope_parameters_from_config_rejects_bad_input() -> None:
     )
     assert params == {"rope_type": "default", "rope_theta": 10000.0}
     assert head_dim == 16 and max_pos is None
+
+
+# ---- several seeds trained as one batched model ----
+
+
+def test_train_stacked_matches_separate_train_model_runs() -> None:
+    """Two seeds side by side give each model what Chapter 8's train_model gives it
+    alone (same initialisation, data, AdamW and schedule), up to float32 rounding of
+    the batched kernels."""
+    torch.set_num_threads(1)
+    config = ch.ModelConfig(vocab_size=17, d_model=16, n_heads=2, n_layers=1)
+    train = ch.TrainConfig(steps=6, length=12, batch_size=8, lr=3e-3, warmup=3)
+    seeds = [3, 11]
+    fresh = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        fresh.append(ch.TinyTransformer(config))
+    stacked, history = ch.train_stacked(
+        fresh, ch.repeat_batch, seeds, steps=6, length=12, batch_size=8, lr=3e-3,
+        warmup=3,
+    )
+    assert history == [] and all(not m.training for m in stacked)
+    for seed, model in zip(seeds, stacked):
+        alone = ch.train_model(config, ch.repeat_batch, train, seed=seed, progress=False)
+        for (name, p), q in zip(alone.named_parameters(), model.parameters()):
+            # six AdamW steps move each weight by at most ~6 lr = 0.018; a rounding
+            # difference of the batched kernels changes it by ~1e-6
+            torch.testing.assert_close(q, p, atol=1e-4, rtol=0, msg=name)
+    # the two seeds really differ (a planted bug sharing one model would not)
+    assert not torch.equal(stacked[0].embed.weight, stacked[1].embed.weight)
+
+
+def test_train_stacked_evaluates_and_validates() -> None:
+    config = ch.ModelConfig(vocab_size=17, d_model=16, n_heads=2, n_layers=1)
+    models = [ch.TinyTransformer(config) for _ in range(2)]
+    inv_freq, a = ch.yarn_inv_freq(8, 10000.0, 4.0, 16)
+    for model in models:  # a scaling method survives batched training
+        ch.apply_scaling(model, inv_freq, a)
+    calls = []
+    _, history = ch.train_stacked(
+        models, ch.repeat_batch, [0, 1], steps=5, length=12, batch_size=4, lr=1e-3,
+        every=2, evaluate=lambda ms: calls.append(len(ms)) or len(calls),
+    )
+    assert history == [1, 2, 3, 4] and calls == [2, 2, 2, 2]  # start, 2, 4, the end
+    tuned, _ = ch.train_stacked(models, ch.repeat_batch, [0, 1], steps=1, length=12,
+                                batch_size=4, lr=1e-3)
+    for model in tuned:
+        assert torch.equal(model.position.inv_freq, inv_freq)
+        assert model.position.logit_scale == pytest.approx(a * a)
+    with pytest.raises(ValueError, match="one seed per model"):
+        ch.train_stacked(models, ch.repeat_batch, [0], steps=1, length=12,
+                         batch_size=4, lr=1e-3)
+
+
+def test_yarn_ramp_in_turns_by_hand_and_llama3_equivalence() -> None:
+    """The paper's ramp: chi_i = clamp((beta_fast - r_i) / (beta_fast - beta_slow)).
+    With beta_fast = high_freq_factor it is Llama 3's band."""
+    d, base, factor, length = 16, 10000.0, 4.0, 32
+    i = torch.arange(d // 2, dtype=torch.float64)
+    theta = base ** (-2 * i / d)
+    turns = length * theta / (2 * math.pi)
+    chi = ((32 - turns) / 31).clamp(0, 1)
+    expected = theta * (1 - chi) + theta / factor * chi
+    assert_close(ch.yarn_turns_inv_freq(d, base, factor, length), expected, rtol=2e-6)
+    params = {"rope_type": "llama3", "rope_theta": base, "factor": factor,
+              "original_max_position_embeddings": length, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0}
+    theirs, _ = transformers_init(params, d, 128)
+    assert_close(ch.yarn_turns_inv_freq(d, base, factor, length, beta_fast=4.0), theirs,
+                 rtol=1e-6)
