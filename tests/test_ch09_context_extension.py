@@ -17,7 +17,6 @@ from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-from helpers import RecordingAdamW
 from nbload import chapter
 
 ch = chapter("09_context_extension")
@@ -264,11 +263,6 @@ def test_yarn_and_llama3_keep_fast_pairs_and_interpolate_slow_ones() -> None:
         assert torch.all(kappa >= 1 - 1e-6) and torch.all(kappa <= s * (1 + 1e-6))
 
 
-def test_dynamic_cache_gap_zero_within_original_length() -> None:
-    assert ch.dynamic_cache_gap(16, 10000.0, 2.0, 32, 32, seed=3) == 0.0
-    assert ch.dynamic_cache_gap(16, 10000.0, 2.0, 32, 128, seed=3) > 0.01
-
-
 def test_legacy_conversion() -> None:
     assert ch.rope_parameters_from_legacy(
         {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}, 5e5
@@ -442,29 +436,19 @@ def test_repeat_batch_rejects_bad_periods() -> None:
         ch.repeat_batch(torch.Generator().manual_seed(0), 2, 10, max_period=10)
 
 
-def test_apply_scaling_and_a_tiny_fine_tune() -> None:
+def test_apply_scaling_sets_frequencies_and_temperature() -> None:
     torch.manual_seed(0)
     model = ch.TinyTransformer(ch.ModelConfig(vocab_size=17, d_model=32, n_heads=2))
     inv_freq, a = ch.yarn_inv_freq(16, 10000.0, 4.0, 16)
     ch.apply_scaling(model, inv_freq, a)
     assert torch.equal(model.position.inv_freq, inv_freq)
     assert model.position.logit_scale == pytest.approx(a * a)
-    calls = []
-
-    def evaluate(m):
-        calls.append(1)
-        return 0.0
-
-    history = ch.fine_tune(model, ch.repeat_batch, 4, 24, every=2, evaluate=evaluate)
-    assert len(history) == 3 and not model.training
     with pytest.raises(ValueError, match="RoPE"):
         ch.apply_scaling(
             ch.TinyTransformer(ch.ModelConfig(vocab_size=17, scheme="alibi")),
             inv_freq,
             a,
         )
-    with pytest.raises(ValueError, match="steps"):
-        ch.fine_tune(model, ch.repeat_batch, -1, 24)
 
 
 def test_train_fine_tune_in_seconds_beats_chance() -> None:
@@ -511,7 +495,7 @@ def run_check(check, candidate) -> str:
 
 
 def test_check_pi_cos_sin_accepts_the_solution() -> None:
-    assert "All 5 checks passed." in run_check(ch.check_pi_cos_sin, solution_pi_cos_sin)
+    assert "All 8 checks passed." in run_check(ch.check_pi_cos_sin, solution_pi_cos_sin)
 
 
 @pytest.mark.parametrize(
@@ -702,29 +686,6 @@ def test_method_scale_factors_closed_forms_and_transformers() -> None:
     assert ch.illustrative_longrope_factors(d, s) == pytest.approx(expected.tolist())
 
 
-def test_fine_tune_steps_defaults_and_evaluation_points(monkeypatch) -> None:
-    monkeypatch.setattr(torch.optim, "AdamW", RecordingAdamW)
-    RecordingAdamW.seen = []
-    drawn = []
-
-    def batches(generator, batch_size, length):
-        tokens, targets = ch.repeat_batch(generator, batch_size, length)
-        drawn.append(tokens)
-        return tokens, targets
-
-    torch.manual_seed(0)
-    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=17, d_model=16, n_heads=2,
-                                              n_layers=1))
-    assert ch.fine_tune(model, batches, 3, 12) == []  # no evaluate: no history
-    assert len(drawn) == 3 and RecordingAdamW.seen == [(1e-3, 0.01)] * 3  # constant lr
-    reference = torch.Generator().manual_seed(1)  # the default seed, batch size 32
-    for tokens in drawn:
-        assert torch.equal(tokens, ch.repeat_batch(reference, 32, 12)[0])
-    drawn.clear()
-    history = ch.fine_tune(model, batches, 5, 12, batch_size=2, every=2,
-                           evaluate=lambda m: len(drawn))
-    assert history == [0, 2, 4, 5] and not model.training  # start, every 2, the end
-
 
 @pytest.mark.parametrize("d, base, length", [(16, 10000.0, 6), (64, 10000.0, 6),
                                              (8, 100.0, 6)])
@@ -740,18 +701,6 @@ def test_yarn_when_the_ramp_collapses_matches_transformers(d, base, length) -> N
     assert a == pytest.approx(a_ref, rel=1e-12)
     ramp = ch.yarn_ramp(d, base, length)
     assert ramp[0].item() == 0.0 and torch.all(ramp[1:] == 1.0)
-
-
-def test_rotate_at_is_split_halves_rope() -> None:
-    generator = torch.Generator().manual_seed(4)
-    x = torch.randn(2, 5, 8, generator=generator, dtype=torch.float64)
-    positions = torch.tensor([0, 3, 7, 100, 4097])
-    inv_freq = torch.tensor([1.0, 0.3, 0.05, 0.001], dtype=torch.float64)
-    angles = positions[:, None].double() * inv_freq  # (T, d/2), by hand
-    z = torch.complex(x[..., :4], x[..., 4:]) * torch.polar(torch.ones_like(angles), angles)
-    expected = torch.cat((z.real, z.imag), -1)
-    torch.testing.assert_close(ch.rotate_at(x, positions, inv_freq), expected,
-                               atol=1e-12, rtol=0)
 
 
 def test_scale_factors_default_base_and_bad_numbers() -> None:
@@ -826,17 +775,6 @@ def test_rope_theta_just_above_one_is_accepted() -> None:
             ch.check_rope_parameters({"rope_type": "default", "rope_theta": bad})
 
 
-def test_fine_tune_accepts_the_shortest_length() -> None:
-    def pairs(generator, batch_size, length):
-        tokens = torch.randint(0, 4, (batch_size, length), generator=generator)
-        return tokens, torch.full_like(tokens, ch.IGNORE).index_fill(1, torch.tensor([0]), 1)
-
-    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=5, d_model=16, n_heads=2,
-                                              n_layers=1))
-    assert ch.fine_tune(model, pairs, 1, 2, batch_size=2) == []
-    with pytest.raises(ValueError, match="length >= 2"):
-        ch.fine_tune(model, pairs, 1, 1, batch_size=2)
-
 
 def test_configs_are_the_four_the_prose_describes() -> None:
     """'four configurations, from a small head to Llama 3.1's': Llama 3.1's published
@@ -853,3 +791,306 @@ def test_turns_in_context_accepts_any_positive_length() -> None:
     for bad in (0.0, -3.0, float("inf")):
         with pytest.raises(ValueError, match="length must be a positive number"):
             ch.turns_in_context(8, 10000.0, bad)
+
+
+# ---- real configurations: Phi-3's longrope, partial rotary, three input bugs ----
+# Expected values come from transformers' own config classes and init functions.
+
+PHI3_SHORT = [1.0 + 0.02 * i for i in range(48)]
+PHI3_LONG = [1.0 + 0.6 * i for i in range(48)]
+
+
+def phi3_config_json(**extra) -> dict:
+    """A Phi-3-128k-shaped config.json: legacy rope_scaling of type longrope with no
+    factor, original_max_position_embeddings at the top level (made-up factor lists)."""
+    return {
+        "hidden_size": 3072,
+        "num_attention_heads": 32,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0,
+        "rope_scaling": {
+            "type": "longrope",
+            "short_factor": PHI3_SHORT,
+            "long_factor": PHI3_LONG,
+        },
+        **extra,
+    }
+
+
+@pytest.mark.parametrize("seq_len", [None, 4096, 4097, 131072])
+def test_phi3_longrope_without_factor_matches_transformers(seq_len) -> None:
+    from transformers import Phi3Config
+    from transformers.utils import logging as hf_logging
+
+    config_json = phi3_config_json()
+    params, head_dim, max_pos = ch.rope_parameters_from_config(config_json)
+    assert head_dim == 96 and max_pos == 131072 and "factor" not in params
+    assert params["original_max_position_embeddings"] == 4096
+    ours, a = ch.scaled_inv_freq(params, head_dim, max_pos, seq_len)
+    hf_logging.set_verbosity_error()  # transformers warns that factor is missing
+    config = Phi3Config(**{k: v for k, v in config_json.items()})
+    theirs, a_ref = ROPE_INIT_FUNCTIONS["longrope"](config, seq_len=seq_len)
+    assert_close(ours, theirs)
+    assert a == pytest.approx(a_ref, rel=1e-12)
+    # by hand: factor 131072 / 4096 = 32, a = sqrt(1 + ln 32 / ln 4096) = sqrt(1 + 5/12)
+    assert a == pytest.approx(math.sqrt(17 / 12), rel=1e-12)
+
+
+def test_top_level_original_length_takes_precedence_like_transformers() -> None:
+    config_json = phi3_config_json()
+    config_json["rope_scaling"] = {
+        **config_json["rope_scaling"],
+        "original_max_position_embeddings": 2048,
+    }
+    params, _, _ = ch.rope_parameters_from_config(config_json)
+    from transformers import Phi3Config
+
+    config = Phi3Config(**config_json)
+    assert (
+        params["original_max_position_embeddings"]
+        == config.rope_parameters["original_max_position_embeddings"]
+        == 4096
+    )
+
+
+def test_longrope_without_factor_needs_max_positions() -> None:
+    params, head_dim, _ = ch.rope_parameters_from_config(phi3_config_json())
+    with pytest.raises(ValueError, match="max_position_embeddings /"):
+        ch.scaled_inv_freq(params, head_dim)
+
+
+PARTIAL = [
+    {"rope_type": "default"},
+    {"rope_type": "linear", "factor": 4.0},
+    {"rope_type": "dynamic", "factor": 2.0},
+    {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
+    {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 1024,
+     "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+    {"rope_type": "longrope", "factor": 4.0, "original_max_position_embeddings": 1024,
+     "short_factor": [1.0] * 24, "long_factor": [1.0 + 0.1 * i for i in range(24)]},
+]
+
+
+@pytest.mark.parametrize("params", PARTIAL, ids=lambda p: p["rope_type"])
+@pytest.mark.parametrize("fraction", [0.25, 0.375, 0.5, 0.75, 1.0])
+def test_partial_rotary_factor_inside_rope_parameters(params, fraction) -> None:
+    """transformers 5 reads partial_rotary_factor from rope_parameters: only
+    int(head_dim * fraction) dimensions rotate, and every rule uses that dimension."""
+    head_dim = 128
+    rotary = int(head_dim * fraction)
+    p = {**params, "rope_theta": 10000.0, "partial_rotary_factor": fraction}
+    if p["rope_type"] == "longrope":
+        p["short_factor"] = p["short_factor"][:1] * (rotary // 2)
+        p["long_factor"] = [1.0 + 0.1 * i for i in range(rotary // 2)]
+    if p["rope_type"] == "default":  # not in ROPE_INIT_FUNCTIONS: linear with s = 1
+        theirs, a_ref = transformers_init({**p, "rope_type": "linear", "factor": 1.0},
+                                          head_dim, 4096)
+    else:
+        theirs, a_ref = transformers_init(p, head_dim, 4096, 3000)
+    ours, a = ch.scaled_inv_freq(p, head_dim, 4096, 3000)
+    assert ours.shape == theirs.shape == (rotary // 2,)
+    assert_close(ours, theirs)
+    assert a == pytest.approx(a_ref, rel=1e-12)
+
+
+def test_partial_rotary_factor_at_the_top_level_moves_inside() -> None:
+    params, head_dim, _ = ch.rope_parameters_from_config(
+        {"head_dim": 64, "rope_theta": 5e5, "partial_rotary_factor": 0.5,
+         "rope_parameters": {"rope_type": "linear", "factor": 2.0}}
+    )
+    assert params == {"rope_type": "linear", "factor": 2.0, "rope_theta": 5e5,
+                      "partial_rotary_factor": 0.5}
+    assert ch.scaled_inv_freq(params, head_dim)[0].shape == (16,)
+
+
+@pytest.mark.parametrize(
+    ("fraction", "message"),
+    [(0.0, "partial_rotary_factor must be"), (1.5, r"\(0, 1\]"),
+     (0.03, "even and >= 4"), ("0.5", "real number")],
+)
+def test_bad_partial_rotary_factor(fraction, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        ch.scaled_inv_freq(
+            {"rope_type": "default", "partial_rotary_factor": fraction}, 128
+        )
+
+
+def test_longrope_attention_factor_null_falls_back_to_the_formula() -> None:
+    p = {"rope_type": "longrope", "rope_theta": 10000.0, "factor": 8.0,
+         "original_max_position_embeddings": 4096, "attention_factor": None,
+         "short_factor": [1.0] * 8, "long_factor": [2.0] * 8}
+    _, a = ch.scaled_inv_freq(p, 16, 32768)
+    _, a_ref = transformers_init(p, 16, 32768)
+    assert a is not None and a == pytest.approx(a_ref, rel=1e-12)
+    assert a == pytest.approx(math.sqrt(1 + 3 / 12), rel=1e-12)  # ln 8 / ln 4096 = 1/4
+
+
+@pytest.mark.parametrize("rope_type", ["yarn", "llama3", "longrope"])
+def test_original_length_one_is_rejected(rope_type) -> None:
+    p = ch.example_parameters(rope_type, 16, 10000.0, 4.0, 1)
+    with pytest.raises(ValueError, match="integer >= 2"):
+        ch.scaled_inv_freq(p, 16, 4096)
+    with pytest.raises(ValueError, match="integer >= 2"):
+        ch.longrope_inv_freq(16, 10000.0, [1.0] * 8, [2.0] * 8, 1, 4.0)
+
+
+@pytest.mark.parametrize("rope_type", ["yarn", "longrope"])
+@pytest.mark.parametrize("value", ["1.2", [1.2], -1.0, float("nan"), True])
+def test_bad_attention_factor_is_rejected(rope_type, value) -> None:
+    p = {**ch.example_parameters(rope_type, 16, 10000.0, 4.0, 64), "attention_factor": value}
+    with pytest.raises(ValueError, match="attention_factor must be"):
+        ch.scaled_inv_freq(p, 16, 256)
+
+
+def test_check_pi_cos_sin_accepts_a_float64_answer_and_says_so() -> None:
+    def float64_answer(position_ids, head_dim, base, factor):
+        ch.check_factor(factor)
+        i = torch.arange(head_dim // 2, dtype=torch.float64)
+        angles = (position_ids.double() / factor)[..., None] * base ** (-2 * i / head_dim)
+        emb = torch.cat((angles, angles), dim=-1)
+        return emb.cos(), emb.sin()
+
+    out = run_check(ch.check_pi_cos_sin, float64_answer)
+    assert "All 8 checks passed." in out and "float64" in out and "2^-24" in out
+
+
+def test_check_pi_cos_sin_rejects_a_value_error_only_for_one_half() -> None:
+    def only_half(position_ids, head_dim, base, factor):
+        if factor == 0.5:
+            raise ValueError("factor must be >= 1")
+        return solution_pi_cos_sin(position_ids, head_dim, base, max(factor, 1.0))
+
+    with pytest.raises(AssertionError, match=r"Exercise 9.2, case 'factor 0.99'"):
+        run_check(ch.check_pi_cos_sin, only_half)
+
+
+def test_check_pi_cos_sin_reports_the_first_differing_index() -> None:
+    def sign_flipped_sin(position_ids, head_dim, base, factor):
+        cos, sin = solution_pi_cos_sin(position_ids, head_dim, base, factor)
+        return cos, -sin
+
+    with pytest.raises(AssertionError) as info:
+        run_check(ch.check_pi_cos_sin, sign_flipped_sin)
+    message = str(info.value)
+    assert message.startswith("Exercise 9.2")
+    # position 0 is the identity (sin 0 = 0 either way): the first sample that differs
+    # is m = 1, pair 0, whose sine is sin(1/2) = 0.479425539
+    assert "position index 1 (m = 1), column 0]" in message
+    assert "expected sin 0.479425539, got -0.479425" in message
+
+
+def test_check_pi_cos_sin_holds_no_reference_code() -> None:
+    def names(code) -> set[str]:  # every global/attribute name, nested functions too
+        found = set(code.co_names)
+        for const in code.co_consts:
+            if hasattr(const, "co_names"):
+                found |= names(const)
+        return found
+
+    used = names(ch.check_pi_cos_sin.__code__)
+    for forbidden in ("hf_cos_sin", "rope_inv_freq", "LlamaRotaryEmbedding", "pi_inv_freq",
+                      "pi_cos_sin", "rope_cos_sin", "scaled_inv_freq"):
+        assert forbidden not in used
+
+
+def test_deepseek_v3_yarn_block_matches_transformers() -> None:
+    """DeepSeek-V3's config.json rope fields: yarn, factor 40, mscale = mscale_all_dim,
+    only qk_rope_head_dim = 64 dimensions rotate; transformers' rotary a is then 1."""
+    from transformers import DeepseekV3Config
+
+    fields = {
+        "num_hidden_layers": 1, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
+        "rope_theta": 10000,
+        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+                         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+                         "type": "yarn"},
+    }
+    params, head_dim, max_pos = ch.rope_parameters_from_config(fields)
+    assert head_dim == 64 and params["rope_type"] == "yarn" and "type" not in params
+    ours, a = ch.scaled_inv_freq(params, head_dim, max_pos)
+    theirs, a_ref = ROPE_INIT_FUNCTIONS["yarn"](DeepseekV3Config(**fields))
+    assert_close(ours, theirs)
+    assert a == a_ref == 1.0
+
+
+def test_rope_parameters_from_config_rejects_bad_input() -> None:
+    with pytest.raises(TypeError, match="parsed config.json"):
+        ch.rope_parameters_from_config("config.json")
+    with pytest.raises(ValueError, match="head_dim"):
+        ch.rope_parameters_from_config({"rope_theta": 1e4})
+    params, head_dim, max_pos = ch.rope_parameters_from_config(
+        {"hidden_size": 64, "num_attention_heads": 4}
+    )
+    assert params == {"rope_type": "default", "rope_theta": 10000.0}
+    assert head_dim == 16 and max_pos is None
+
+
+# ---- several seeds trained as one batched model ----
+
+
+def test_train_stacked_matches_separate_train_model_runs() -> None:
+    """Two seeds side by side give each model what Chapter 8's train_model gives it
+    alone (same initialisation, data, AdamW and schedule), up to float32 rounding of
+    the batched kernels."""
+    torch.set_num_threads(1)
+    config = ch.ModelConfig(vocab_size=17, d_model=16, n_heads=2, n_layers=1)
+    train = ch.TrainConfig(steps=6, length=12, batch_size=8, lr=3e-3, warmup=3)
+    seeds = [3, 11]
+    fresh = []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        fresh.append(ch.TinyTransformer(config))
+    stacked, history = ch.train_stacked(
+        fresh, ch.repeat_batch, seeds, steps=6, length=12, batch_size=8, lr=3e-3,
+        warmup=3,
+    )
+    assert history == [] and all(not m.training for m in stacked)
+    for seed, model in zip(seeds, stacked):
+        alone = ch.train_model(config, ch.repeat_batch, train, seed=seed, progress=False)
+        for (name, p), q in zip(alone.named_parameters(), model.parameters()):
+            # six AdamW steps move each weight by at most ~6 lr = 0.018; a rounding
+            # difference of the batched kernels changes it by ~1e-6
+            torch.testing.assert_close(q, p, atol=1e-4, rtol=0, msg=name)
+    # the two seeds really differ (a planted bug sharing one model would not)
+    assert not torch.equal(stacked[0].embed.weight, stacked[1].embed.weight)
+
+
+def test_train_stacked_evaluates_and_validates() -> None:
+    config = ch.ModelConfig(vocab_size=17, d_model=16, n_heads=2, n_layers=1)
+    models = [ch.TinyTransformer(config) for _ in range(2)]
+    inv_freq, a = ch.yarn_inv_freq(8, 10000.0, 4.0, 16)
+    for model in models:  # a scaling method survives batched training
+        ch.apply_scaling(model, inv_freq, a)
+    calls = []
+    _, history = ch.train_stacked(
+        models, ch.repeat_batch, [0, 1], steps=5, length=12, batch_size=4, lr=1e-3,
+        every=2, evaluate=lambda ms: calls.append(len(ms)) or len(calls),
+    )
+    assert history == [1, 2, 3, 4] and calls == [2, 2, 2, 2]  # start, 2, 4, the end
+    tuned, _ = ch.train_stacked(models, ch.repeat_batch, [0, 1], steps=1, length=12,
+                                batch_size=4, lr=1e-3)
+    for model in tuned:
+        assert torch.equal(model.position.inv_freq, inv_freq)
+        assert model.position.logit_scale == pytest.approx(a * a)
+    with pytest.raises(ValueError, match="one seed per model"):
+        ch.train_stacked(models, ch.repeat_batch, [0], steps=1, length=12,
+                         batch_size=4, lr=1e-3)
+
+
+def test_yarn_ramp_in_turns_by_hand_and_llama3_equivalence() -> None:
+    """The paper's ramp: chi_i = clamp((beta_fast - r_i) / (beta_fast - beta_slow)).
+    With beta_fast = high_freq_factor it is Llama 3's band."""
+    d, base, factor, length = 16, 10000.0, 4.0, 32
+    i = torch.arange(d // 2, dtype=torch.float64)
+    theta = base ** (-2 * i / d)
+    turns = length * theta / (2 * math.pi)
+    chi = ((32 - turns) / 31).clamp(0, 1)
+    expected = theta * (1 - chi) + theta / factor * chi
+    assert_close(ch.yarn_turns_inv_freq(d, base, factor, length), expected, rtol=2e-6)
+    params = {"rope_type": "llama3", "rope_theta": base, "factor": factor,
+              "original_max_position_embeddings": length, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0}
+    theirs, _ = transformers_init(params, d, 128)
+    assert_close(ch.yarn_turns_inv_freq(d, base, factor, length, beta_fast=4.0), theirs,
+                 rtol=1e-6)
