@@ -575,3 +575,26 @@ def test_train_model_default_seed_is_zero() -> None:
 def test_check_positions_rejects_what_is_not_a_1d_or_2d_tensor(positions) -> None:
     with pytest.raises(ValueError, match=r"shape \(T,\) or \(B, T\)"):
         ch.check_positions(positions, 3)
+
+
+@pytest.mark.parametrize("positions", [torch.arange(4), torch.arange(6),
+                                       torch.zeros(3, 5, dtype=torch.long),
+                                       torch.zeros(2, 1, dtype=torch.long)])
+def test_rope_rotate_rejects_positions_that_do_not_fit_t(positions) -> None:
+    """q and k hold T = 5 tokens for a batch of 2: positions of another length (or a
+    batch of 3) must give a ValueError naming the shapes, not a broadcasting error."""
+    q, k, _ = random_qk(0, 2, 3, 5, 8)
+    with pytest.raises(ValueError, match=r"one position per token.*\(5,\), \(2, 5\)"):
+        ch.RoPE(8).rotate(q, k, positions)
+
+
+def test_rope_rotate_rejects_mismatched_q_and_k() -> None:
+    q, k, positions = random_qk(0, 2, 3, 5, 8)
+    with pytest.raises(ValueError, match="same shape"):
+        ch.RoPE(8).rotate(q, k[:, :, :4], positions[:, :5])
+    with pytest.raises(ValueError, match=r"head_dim=8"):
+        ch.RoPE(8).rotate(q[..., :6], k[..., :6], positions)
+    # the shapes that fit still work: (T,), (B, T) and (1, T)
+    for good in (positions[0], positions, positions[:1]):
+        assert ch.RoPE(8).rotate(q, k, good)[0].shape == q.shape
+
