@@ -575,3 +575,87 @@ def test_train_model_default_seed_is_zero() -> None:
 def test_check_positions_rejects_what_is_not_a_1d_or_2d_tensor(positions) -> None:
     with pytest.raises(ValueError, match=r"shape \(T,\) or \(B, T\)"):
         ch.check_positions(positions, 3)
+
+
+@pytest.mark.parametrize("positions", [torch.arange(4), torch.arange(6),
+                                       torch.zeros(3, 5, dtype=torch.long),
+                                       torch.zeros(2, 1, dtype=torch.long)])
+def test_rope_rotate_rejects_positions_that_do_not_fit_t(positions) -> None:
+    """q and k hold T = 5 tokens for a batch of 2: positions of another length (or a
+    batch of 3) must give a ValueError naming the shapes, not a broadcasting error."""
+    q, k, _ = random_qk(0, 2, 3, 5, 8)
+    with pytest.raises(ValueError, match=r"one position per token.*\(5,\), \(2, 5\)"):
+        ch.RoPE(8).rotate(q, k, positions)
+
+
+def test_rope_rotate_rejects_mismatched_q_and_k() -> None:
+    q, k, positions = random_qk(0, 2, 3, 5, 8)
+    with pytest.raises(ValueError, match="same shape"):
+        ch.RoPE(8).rotate(q, k[:, :, :4], positions[:, :5])
+    with pytest.raises(ValueError, match=r"head_dim=8"):
+        ch.RoPE(8).rotate(q[..., :6], k[..., :6], positions)
+    # the shapes that fit still work: (T,), (B, T) and (1, T)
+    for good in (positions[0], positions, positions[:1]):
+        assert ch.RoPE(8).rotate(q, k, good)[0].shape == q.shape
+
+
+# --- seeds trained as one batched model ------------------------------------------------
+
+def test_train_models_starts_where_train_model_starts() -> None:
+    """Zero steps: every seed's model is exactly the fresh model of train_model(seed)
+    (same calls on the same seed: bit-identical)."""
+    config = ch.ModelConfig(vocab_size=7, d_model=16, n_heads=2, n_layers=1)
+    train = ch.TrainConfig(steps=0, length=8, batch_size=4, warmup=1)
+    models = ch.train_models(config, "copy", train, seeds=(3, 5), progress=False)
+    for seed, model in zip((3, 5), models, strict=True):
+        single = ch.train_model(config, "copy", train, seed=seed, progress=False)
+        for (name, a), b in zip(model.state_dict().items(), single.state_dict().values(),
+                                strict=True):
+            assert torch.equal(a, b), (seed, name)
+
+
+def test_train_models_follows_each_seeds_own_run() -> None:
+    """A few steps: seed s of the batched run stays within rounding of train_model(s)
+    (differences of float32 rounding, ~1e-7, not the ~1e-2 a step of lr 1e-2 makes),
+    and the seeds differ from one another."""
+    torch.set_num_threads(1)
+    config = ch.ModelConfig(vocab_size=7, scheme="rope", d_model=16, n_heads=2,
+                            n_layers=1)
+    train = ch.TrainConfig(steps=4, length=8, batch_size=8, lr=1e-2, warmup=2)
+    models = ch.train_models(config, "copy", train, seeds=(0, 1, 2), progress=False)
+    for seed, model in zip((0, 1, 2), models, strict=True):
+        single = ch.train_model(config, "copy", train, seed=seed, progress=False)
+        for a, b in zip(model.parameters(), single.parameters(), strict=True):
+            torch.testing.assert_close(a, b, atol=1e-4, rtol=0)
+    first, second = (dict(m.named_parameters()) for m in models[:2])
+    assert (first["embed.weight"] - second["embed.weight"]).abs().max() > 0.1
+
+
+def test_train_models_trains_every_seed() -> None:
+    torch.set_num_threads(1)
+    config = ch.ModelConfig(vocab_size=9, scheme="alibi", d_model=32, n_layers=1)
+    train = ch.TrainConfig(steps=60, length=12, batch_size=32, lr=1e-2, warmup=6)
+    models = ch.train_models(config, "max", train, seeds=(0, 1), progress=False)
+    tokens, targets = ch.make_batch("max", 256, 12, 8, torch.Generator().manual_seed(10_000))
+    baseline = np.bincount(targets[targets >= 0].numpy()).max() / (targets >= 0).sum().item()
+    for model in models:
+        assert not model.training
+        accuracy = ch.accuracy_by_position(model, "max", 12, n_sequences=256)
+        assert np.nanmean(accuracy) > baseline + 0.2
+
+
+@pytest.mark.parametrize("seeds, message", [((), "non-empty"), ((0, 0), "distinct"),
+                                            ((0, 1.5), "integers"), ((True,), "integers")])
+def test_train_models_rejects_bad_seeds(seeds, message) -> None:
+    config = ch.ModelConfig(vocab_size=5, d_model=16, n_heads=2, n_layers=1)
+    with pytest.raises(ValueError, match=message):
+        ch.train_models(config, "copy", ch.TrainConfig(steps=1), seeds=seeds)
+
+
+def test_phase_similarity_by_hand() -> None:
+    """cos((Delta - 3) theta_j) averaged over pairs: 1 at Delta = 3; by hand at 22 for
+    pairs 0 and 1 (theta = 1 and 10000**(-1/8))."""
+    assert ch.phase_similarity([3], (0, 1)).tolist() == [1.0]
+    expected = (math.cos(19.0) + math.cos(19.0 * 10000 ** (-1 / 8))) / 2
+    assert ch.phase_similarity([22], (0, 1))[0] == pytest.approx(expected, rel=1e-12)
+    assert ch.phase_similarity([22], (0,), base=100.0)[0] == pytest.approx(math.cos(19.0))
