@@ -177,6 +177,8 @@ def test_html_table_and_first_error() -> None:
     assert table == ('<table class="table"><thead><tr><th>a</th><th>b</th></tr></thead><tbody>'
                      "<tr><td>1</td><td>&lt;2&gt;</td></tr><tr><td>3</td><td>4</td></tr>"
                      "</tbody></table>")
+    captioned = ch.html_table(["x"], [["1"]], caption="m < n")
+    assert captioned.startswith('<table class="table"><caption>m &lt; n</caption><thead>')
     assert ch.first_error(lambda: 1) is None
     assert isinstance(ch.first_error(lambda: [][1]), IndexError)
 
