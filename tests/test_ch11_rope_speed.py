@@ -584,6 +584,18 @@ def test_format_table_shows_ratio_spread_check_and_faults():
     assert all(len(line) <= 88 for line in lines)
 
 
+def test_bench_cells_feed_both_the_text_and_the_html_table():
+    rows = [row(ch.CLONE, 1.0, check="bound"), row("fast", 1.04, check="4u")]
+    assert ch.bench_cells(rows) == [
+        [ch.CLONE, "1.00x [0.90-1.10]", "-", "0"],
+        ["fast", "1.04x [0.94-1.14]", "4u", "0"],
+    ]
+    html = ch.bench_table(ch.BenchResult(rows), "bfloat16", (1, 2, 6, 8)).data
+    assert html.count("<tr>") == 3 and html.count("<th>") == 4
+    assert "<caption>bfloat16, q and k of shape (1, 2, 6, 8)" in html
+    assert "<td>1.04x [0.94-1.14]</td>" in html
+
+
 def test_rope_benchmark_verifies_then_times_on_a_tiny_shape():
     result = ch.rope_benchmark((1, 2, 6, 8), torch.float32, repeats=2, warmup=0,
                                compiled=ch.rope_qk_kernel)  # an eager stand-in
