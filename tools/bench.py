@@ -53,8 +53,14 @@ def fresh_make_test() -> tuple[float, dict[str, float], int]:
     return time.perf_counter() - start, times, status
 
 
+def is_table(html: str) -> bool:
+    """Whether an HTML output is a results table."""
+    return html.lstrip().startswith("<table")
+
+
 def text_outputs(nb) -> list[str]:
-    """The printed text of every code cell (streams and text-only results)."""
+    """The printed text of every code cell: streams, text-only results and HTML tables
+    (results shown as tables are results too)."""
     texts = []
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -65,6 +71,8 @@ def text_outputs(nb) -> list[str]:
                 parts.append(output.text)
             elif set(output.get("data", {})) == {"text/plain"}:
                 parts.append(output["data"]["text/plain"])
+            elif is_table(output.get("data", {}).get("text/html", "")):
+                parts.append(output["data"]["text/html"])
         texts.append("".join(parts))
     return texts
 
