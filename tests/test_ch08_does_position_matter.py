@@ -659,3 +659,65 @@ def test_phase_similarity_by_hand() -> None:
     expected = (math.cos(19.0) + math.cos(19.0 * 10000 ** (-1 / 8))) / 2
     assert ch.phase_similarity([22], (0, 1))[0] == pytest.approx(expected, rel=1e-12)
     assert ch.phase_similarity([22], (0,), base=100.0)[0] == pytest.approx(math.cos(19.0))
+
+
+# --- hybrid stacks and training in threads ------------------------------------------------
+
+def test_hybrid_layers_without_rope_compute_what_nope_computes() -> None:
+    """nope_layers = every layer: the RoPE model equals a NoPE model with the same weights
+    (the same operations on the same tensors: bit-identical); one NoPE layer: the model
+    differs from both, and only the rotary layer still sees a shift of every position
+    (RoPE: none), so the hybrid too ignores it."""
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 9, (3, 11), generator=torch.Generator().manual_seed(2))
+    rope = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2)).eval()
+    all_nope = ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2, nope_layers=(0, 1))).eval()
+    nope = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="nope", n_layers=2)).eval()
+    hybrid = ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2, nope_layers=(1,))).eval()
+    for model in (all_nope, nope, hybrid):
+        model.load_state_dict(rope.state_dict())
+    with torch.no_grad():
+        assert torch.equal(all_nope(tokens), nope(tokens))
+        assert not torch.allclose(hybrid(tokens), rope(tokens), atol=1e-3)
+        assert not torch.allclose(hybrid(tokens), nope(tokens), atol=1e-3)
+        _, weights = hybrid(tokens, return_attention=True)
+        _, rope_weights = rope(tokens, return_attention=True)
+        assert torch.equal(weights[0], rope_weights[0])  # layer 0: RoPE's own attention
+        shifted = hybrid(tokens, positions=torch.arange(11) + 30)
+    torch.testing.assert_close(shifted, hybrid(tokens), atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("scheme, layers, message", [
+    ("learned", (1,), "rotary schemes"), ("alibi", (0,), "rotary schemes"),
+    ("rope", (2,), "0 .. 1"), ("rope", (0, 0), "distinct"), ("p-rope", (-1,), "0 .. 1"),
+    ("rope", (True,), "distinct")])
+def test_nope_layers_reject_what_is_not_a_layer_of_a_rotary_model(scheme, layers,
+                                                                   message) -> None:
+    config = ch.ModelConfig(vocab_size=5, scheme=scheme, n_layers=2, nope_layers=layers)
+    with pytest.raises(ValueError, match=message):
+        ch.TinyTransformer(config)
+
+
+def test_train_models_in_two_threads_equals_one_after_the_other() -> None:
+    """The seed lock: two configurations trained side by side in threads get exactly the
+    weights they get one after the other (one PyTorch thread each: the same operations on
+    the same tensors, whichever thread runs them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    torch.set_num_threads(1)
+    train = ch.TrainConfig(steps=3, length=8, batch_size=4, warmup=1)
+    configs = [ch.ModelConfig(vocab_size=7, scheme=s, d_model=16, n_heads=2, n_layers=1)
+               for s in ("rope", "learned", "alibi", "nope")]
+
+    def run(config):
+        return ch.train_models(config, "copy", train, seeds=(0, 1), progress=False)
+
+    one_by_one = [run(c) for c in configs]
+    with ThreadPoolExecutor(2) as pool:
+        side_by_side = list(pool.map(run, configs))
+    for a_models, b_models in zip(one_by_one, side_by_side, strict=True):
+        for a, b in zip(a_models, b_models, strict=True):
+            for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
+                assert torch.equal(x, y)
