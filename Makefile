@@ -50,7 +50,8 @@ check: setup
 
 book: setup
 	$(PY) tools/sync_notebooks.py --check
-	rm -rf $(BUILD)/html $(BUILD)/jupyter_execute
+	rm -rf $(BUILD)/html $(BUILD)/jupyter_execute $(BUILD)/.jupyter_cache
+	$(PY) tools/execute_notebooks.py $(BUILD)/.jupyter_cache
 	$(VENV)/bin/jupyter-book build . --path-output $(abspath $(BUILD)/..) -W -n --keep-going
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
 

@@ -1,0 +1,51 @@
+"""tools/execute_notebooks.py: the notebooks it executes are the ones the build then
+finds in its cache, and a failing notebook is left for the build to report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from jupyter_cache import get_cache
+
+import execute_notebooks
+from nbtools import notebook_paths
+
+
+def tiny_notebook(path: Path, source: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# A title"),
+                nbformat.v4.new_code_cell(source)]
+    nbformat.write(nb, path)
+    return path
+
+
+def test_an_executed_notebook_is_what_the_build_finds_in_the_cache(tmp_path) -> None:
+    """MyST-NB's cache mode looks the notebook up as read from disk
+    (match_cache_notebook); the cached copy carries the outputs."""
+    source = "import os\nprint(6 * 7, os.getcwd())"
+    path = tiny_notebook(tmp_path / "01_ok.ipynb", source)
+    done, executed, seconds, error = execute_notebooks.execute(path, timeout=60)
+    assert done == path and error is None and seconds > 0
+    cache = get_cache(tmp_path / ".jupyter_cache")
+    execute_notebooks.store(cache, path, executed, seconds)
+    record = cache.match_cache_notebook(nbformat.read(path, as_version=4))
+    _, merged = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
+    assert record.data["execution_seconds"] == seconds
+    text = merged.cells[1].outputs[0].text
+    assert text.startswith("42 ") and str(tmp_path) not in text  # ran in a temp folder
+
+
+def test_a_failing_notebook_returns_its_traceback(tmp_path) -> None:
+    path = tiny_notebook(tmp_path / "02_fails.ipynb", "raise ValueError('planted')")
+    _, _, _, error = execute_notebooks.execute(path, timeout=60)
+    assert error is not None and "planted" in error
+
+
+def test_the_long_chapters_start_first() -> None:
+    paths = notebook_paths()
+    ordered = execute_notebooks.order(paths)
+    assert [p.stem for p in ordered[:2]] == list(execute_notebooks.FIRST)
+    assert sorted(ordered) == sorted(paths)

@@ -1,0 +1,99 @@
+"""Execute every chapter notebook, two at a time, into the cache the book's build reads.
+
+`make book` empties the build's jupyter-cache, runs this script, then runs
+``jupyter-book build`` with ``execute_notebooks: cache``. Every build executes every
+notebook, as MyST-NB itself would (``single_nb_execution`` on the notebook as read from
+disk, in an empty temporary folder, with the timeout of ``_config.yml``), but two at a
+time instead of one after the other, so both cores of a 2-core machine stay busy.
+
+A notebook whose execution fails is not cached: the build then executes it again itself
+and reports the failure the usual way (a warning, which ``-W`` turns into an error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import nbformat
+import yaml
+from jupyter_cache import get_cache
+from jupyter_cache.base import CacheBundleIn
+from jupyter_cache.executors.utils import single_nb_execution
+
+from nbtools import notebook_paths
+from paths import ROOT
+
+# The longest first, so that the short ones fill the other core meanwhile.
+FIRST = ("08_does_position_matter", "09_context_extension")
+
+
+def execution_timeout() -> int:
+    """The per-cell timeout of _config.yml (execute: timeout)."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    return int(config["execute"]["timeout"])
+
+
+def execute(path: Path, timeout: int) -> tuple[Path, str, float, str | None]:
+    """Execute one notebook in an empty temporary folder, as MyST-NB does.
+
+    Returns (path, executed notebook as JSON, seconds, traceback or None)."""
+    notebook = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory() as cwd:
+        result = single_nb_execution(
+            notebook, cwd=cwd, timeout=timeout, allow_errors=False, meta_override=True
+        )
+    return path, nbformat.writes(result.nb), result.time, result.exc_string
+
+
+def store(cache, path: Path, executed: str, seconds: float) -> None:
+    """Put an executed notebook (JSON) into the cache as MyST-NB's cache mode would."""
+    record = cache.add_nb_to_project(str(path))
+    cache.cache_notebook_bundle(
+        CacheBundleIn(
+            nbformat.reads(executed, as_version=4),
+            record.uri,
+            data={"execution_seconds": seconds},
+        ),
+        check_validity=False,
+        overwrite=True,
+    )
+
+
+def order(paths: list[Path]) -> list[Path]:
+    """The notebooks, the long ones first."""
+    first = [p for stem in FIRST for p in paths if p.stem == stem]
+    return first + [p for p in paths if p.stem not in FIRST]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cache", type=Path, help="the build's .jupyter_cache folder")
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks at a time")
+    args = parser.parse_args(argv)
+    cache = get_cache(args.cache)
+    timeout = execution_timeout()
+    start = time.perf_counter()
+    failed = []
+    with ProcessPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(execute, p, timeout) for p in order(notebook_paths())]
+        for future in as_completed(futures):
+            path, executed, seconds, error = future.result()
+            if error is not None:
+                failed.append(path.name)
+                print(f"{path.name}: failed after {seconds:.0f} s; the build reruns it")
+                continue
+            store(cache, path, executed, seconds)
+            print(f"{path.name}: executed in {seconds:.0f} s", flush=True)
+    total = time.perf_counter() - start
+    print(f"{len(futures)} notebooks in {total:.0f} s, {args.jobs} at a time"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
