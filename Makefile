@@ -53,6 +53,7 @@ book: setup
 	rm -rf $(BUILD)/html $(BUILD)/jupyter_execute $(BUILD)/.jupyter_cache
 	$(PY) tools/execute_notebooks.py $(BUILD)/.jupyter_cache
 	$(VENV)/bin/jupyter-book build . --path-output $(abspath $(BUILD)/..) -W -n --keep-going
+	$(PY) tools/execute_notebooks.py $(BUILD)/.jupyter_cache --export $(BUILD)/jupyter_execute/notebooks
 	$(PY) tools/make_slides.py $(BUILD)/html/slides
 
 # The student edition of the site, for a course that publishes the book before the

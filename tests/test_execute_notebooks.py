@@ -38,6 +38,20 @@ def test_an_executed_notebook_is_what_the_build_finds_in_the_cache(tmp_path) -> 
     assert text.startswith("42 ") and str(tmp_path) not in text  # ran in a temp folder
 
 
+def test_export_writes_executed_notebooks_with_outputs(tmp_path, monkeypatch) -> None:
+    """What the build's jupyter_execute/ must hold: outputs and execution counts."""
+    path = tiny_notebook(tmp_path / "01_ok.ipynb", "print('from the cache')")
+    monkeypatch.setattr(execute_notebooks, "notebook_paths", lambda: [path])
+    cache = get_cache(tmp_path / ".jupyter_cache")
+    out = tmp_path / "jupyter_execute"
+    assert execute_notebooks.export(cache, out) == 1  # not executed yet: reported
+    _, executed, seconds, _ = execute_notebooks.execute(path, timeout=60)
+    execute_notebooks.store(cache, path, executed, seconds)
+    assert execute_notebooks.export(cache, out) == 0
+    cell = nbformat.read(out / path.name, as_version=4).cells[1]
+    assert cell.execution_count == 1 and cell.outputs[0].text == "from the cache\n"
+
+
 def test_a_failing_notebook_returns_its_traceback(tmp_path) -> None:
     path = tiny_notebook(tmp_path / "02_fails.ipynb", "raise ValueError('planted')")
     _, _, _, error = execute_notebooks.execute(path, timeout=60)

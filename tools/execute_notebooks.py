@@ -8,6 +8,10 @@ time instead of one after the other, so both cores of a 2-core machine stay busy
 
 A notebook whose execution fails is not cached: the build then executes it again itself
 and reports the failure the usual way (a warning, which ``-W`` turns into an error).
+
+In cache mode MyST-NB writes its copies in ``_build/jupyter_execute/`` without outputs,
+so after the build ``--export DIR`` writes the executed notebooks there from the cache
+(the tests, the slides and the student edition read them).
 """
 
 from __future__ import annotations
@@ -64,6 +68,23 @@ def store(cache, path: Path, executed: str, seconds: float) -> None:
     )
 
 
+def export(cache, folder: Path) -> int:
+    """Write every chapter's executed notebook from the cache into folder; 1 if one is
+    missing (its execution failed, and the build has reported it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    status = 0
+    for path in notebook_paths():
+        try:
+            source = nbformat.read(path, as_version=4)
+            _, executed = cache.merge_match_into_notebook(source)
+        except KeyError:
+            print(f"{path.name}: no executed copy in the cache")
+            status = 1
+            continue
+        nbformat.write(executed, folder / path.name)
+    return status
+
+
 def order(paths: list[Path]) -> list[Path]:
     """The notebooks, the long ones first."""
     first = [p for stem in FIRST for p in paths if p.stem == stem]
@@ -74,8 +95,16 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cache", type=Path, help="the build's .jupyter_cache folder")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks at a time")
+    parser.add_argument(
+        "--export",
+        type=Path,
+        metavar="DIR",
+        help="instead of executing, write the cached executed notebooks into DIR",
+    )
     args = parser.parse_args(argv)
     cache = get_cache(args.cache)
+    if args.export:
+        return export(cache, args.export)
     timeout = execution_timeout()
     start = time.perf_counter()
     failed = []
