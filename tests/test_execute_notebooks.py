@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import yaml
 from jupyter_cache import get_cache
 
 import execute_notebooks
 from nbtools import notebook_paths
+from paths import ROOT
 
 
 def tiny_notebook(path: Path, source: str) -> Path:
@@ -63,3 +65,10 @@ def test_the_long_chapters_start_first() -> None:
     ordered = execute_notebooks.order(paths)
     assert [p.stem for p in ordered[:2]] == list(execute_notebooks.FIRST)
     assert sorted(ordered) == sorted(paths)
+
+
+def test_settings_come_from_the_books_config() -> None:
+    """The same timeout and error rule as the build's own execution (_config.yml)."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]
+    assert execute_notebooks.execution_settings() == (config["timeout"], False)
+    assert config["execute_notebooks"] == "cache" and config["run_in_temp"] is True

@@ -36,20 +36,26 @@ from paths import ROOT
 FIRST = ("08_does_position_matter", "09_context_extension")
 
 
-def execution_timeout() -> int:
-    """The per-cell timeout of _config.yml (execute: timeout)."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    return int(config["execute"]["timeout"])
+def execution_settings() -> tuple[int, bool]:
+    """The per-cell timeout and allow_errors of _config.yml's execute section."""
+    execute_config = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]
+    return int(execute_config["timeout"]), bool(execute_config["allow_errors"])
 
 
-def execute(path: Path, timeout: int) -> tuple[Path, str, float, str | None]:
+def execute(
+    path: Path, timeout: int, allow_errors: bool = False
+) -> tuple[Path, str, float, str | None]:
     """Execute one notebook in an empty temporary folder, as MyST-NB does.
 
     Returns (path, executed notebook as JSON, seconds, traceback or None)."""
     notebook = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory() as cwd:
         result = single_nb_execution(
-            notebook, cwd=cwd, timeout=timeout, allow_errors=False, meta_override=True
+            notebook,
+            cwd=cwd,
+            timeout=timeout,
+            allow_errors=allow_errors,
+            meta_override=True,
         )
     return path, nbformat.writes(result.nb), result.time, result.exc_string
 
@@ -105,11 +111,14 @@ def main(argv: list[str]) -> int:
     cache = get_cache(args.cache)
     if args.export:
         return export(cache, args.export)
-    timeout = execution_timeout()
+    timeout, allow_errors = execution_settings()
     start = time.perf_counter()
     failed = []
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(execute, p, timeout) for p in order(notebook_paths())]
+        futures = [
+            pool.submit(execute, path, timeout, allow_errors)
+            for path in order(notebook_paths())
+        ]
         for future in as_completed(futures):
             path, executed, seconds, error = future.result()
             if error is not None:
