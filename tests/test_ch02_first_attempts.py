@@ -179,6 +179,8 @@ def test_html_table_and_first_error() -> None:
                      "</tbody></table>")
     captioned = ch.html_table(["x"], [["1"]], caption="m < n")
     assert captioned.startswith('<table class="table"><caption>m &lt; n</caption><thead>')
+    numbers = ch.html_table([1, "b"], [[0.5, None]])  # any value, shown as str(value)
+    assert "<th>1</th>" in numbers and "<td>0.5</td><td>None</td>" in numbers
     assert ch.first_error(lambda: 1) is None
     assert isinstance(ch.first_error(lambda: [][1]), IndexError)
 
