@@ -117,9 +117,12 @@ portability: setup
 mutate: setup
 	$(PY) tools/mutate.py --sample 20
 
+# The tests run in two processes (pytest-xdist), each taking whole test files, so a
+# file's module fixtures (the browser crawl, the student site) are built once; in the
+# order tests/conftest.py gives (longest first), not reordered by number of tests.
 test: book
 	$(VENV)/bin/ruff check tools tests notebooks
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests
 
 clean:
 	rm -rf $(BUILD) student book/vendor

@@ -19,11 +19,13 @@ settings.register_profile("book", deadline=None)
 settings.load_profile("book")
 
 BUILD_FIXTURES = {"site", "executed_notebook", "slides"}
+LONGEST_FIRST = {"test_site.py"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test ``site`` if it needs the build (a build fixture or a ``site`` or
-    ``browser`` mark), else ``unit``; ``browser`` tests are ``site`` tests too."""
+    ``browser`` mark), else ``unit``; ``browser`` tests are ``site`` tests too. Then put
+    the files in LONGEST_FIRST first."""
     for item in items:
         marks = {m.name for m in item.iter_markers()}
         if "browser" in marks or BUILD_FIXTURES & set(
@@ -33,6 +35,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.site)
         if "site" not in marks:
             item.add_marker(pytest.mark.unit)
+    # `make test` runs two processes, each taking whole files in this order: the longest
+    # file (the browser crawl, about two minutes) goes first, so it does not run alone at
+    # the end while the other process idles.
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)
 
 
 @pytest.fixture(scope="session")
