@@ -35,9 +35,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.site)
         if "site" not in marks:
             item.add_marker(pytest.mark.unit)
-    # `make test` runs two processes, each taking whole files in this order: the longest
-    # file (the browser crawl, about two minutes) goes first, so it does not run alone at
-    # the end while the other process idles.
+    # `make test` runs two processes, each taking whole files in this order: the
+    # longest file (the browser crawl, about two minutes) goes first, so it does not
+    # run alone at the end while the other process idles.
     items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)
 
 
