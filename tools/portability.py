@@ -84,12 +84,20 @@ def threads(environment: str) -> int:
     return int(ENVIRONMENTS[environment][0].get("OMP_NUM_THREADS", os.cpu_count() or 1))
 
 
-def job_env(environment: str) -> dict[str, str]:
-    """This process's environment with the numeric settings of ``environment``."""
+def job_env(environment: str, inductor_cache: Path) -> dict[str, str]:
+    """This process's environment with the numeric settings of ``environment``, and
+    ``inductor_cache`` (an empty folder) as torch.compile's cache.
+
+    Every job compiles afresh, as on a reader's new machine. A shared cache is not
+    safe across environments: inductor's cache key leaves out ATEN_CPU_CAPABILITY, and
+    on this AVX-512 machine a kernel compiled under ``avx2-aten-1thread`` and loaded by
+    a ``native-1thread`` process crashed it (segmentation fault in Chapter 11).
+    """
     env = dict(os.environ)
     for key in ("MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS"):
         env.pop(key, None)
     env.update(ENVIRONMENTS[environment][0])
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
     return env
 
 
@@ -101,7 +109,8 @@ def run_notebook(environment: str, path: Path) -> Outcome:
         proc = subprocess.run(
             [sys.executable, str(ROOT / "tools" / "run_notebook.py"), "--json",
              str(report), "--timeout", "3600", str(path)],
-            env=job_env(environment), cwd=ROOT, capture_output=True, text=True,
+            env=job_env(environment, Path(tmp) / "inductor"), cwd=ROOT,
+            capture_output=True, text=True,
         )
         seconds = time.perf_counter() - start
         if not report.is_file():
@@ -122,11 +131,13 @@ def run_notebook(environment: str, path: Path) -> Outcome:
 def run_unit_tests(environment: str) -> Outcome:
     """``pytest -m unit`` under ``environment``; the first failing test as detail."""
     start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "unit", "-q", "-p", "no:cacheprovider",
-         "-o", "addopts=", "-rf"],
-        env=job_env(environment), cwd=ROOT, capture_output=True, text=True,
-    )
+    with tempfile.TemporaryDirectory(prefix="portability-") as tmp:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-m", "unit", "-q", "-p",
+             "no:cacheprovider", "-o", "addopts=", "-rf"],
+            env=job_env(environment, Path(tmp) / "inductor"), cwd=ROOT,
+            capture_output=True, text=True,
+        )
     seconds = time.perf_counter() - start
     failed = [line for line in proc.stdout.splitlines() if line.startswith("FAILED")]
     detail = failed[0][:200] if failed else ""
