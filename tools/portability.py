@@ -89,9 +89,10 @@ def job_env(environment: str, inductor_cache: Path) -> dict[str, str]:
     ``inductor_cache`` (an empty folder) as torch.compile's cache.
 
     Every job compiles afresh, as on a reader's new machine. A shared cache is not
-    safe across environments: inductor's cache key leaves out ATEN_CPU_CAPABILITY, and
-    on this AVX-512 machine a kernel compiled under ``avx2-aten-1thread`` and loaded by
-    a ``native-1thread`` process crashed it (segmentation fault in Chapter 11).
+    safe across environments: it does not keep kernels compiled under
+    ``avx2-aten-1thread`` apart from native ones, and on this AVX-512 machine such a
+    kernel, loaded by a ``native-1thread`` process, crashed it (segmentation fault in
+    Chapter 11).
     """
     env = dict(os.environ)
     for key in ("MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS"):
