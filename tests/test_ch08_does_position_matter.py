@@ -312,6 +312,42 @@ def test_custom_batch_function_and_positions() -> None:
     assert torch.all(weights[0].triu(1) == 0)
 
 
+def test_evaluation_in_chunks_matches_one_forward_pass() -> None:
+    """150 sequences: chunks of 64, 64 and 22. The accuracy and the loss at each
+    position are those of one forward pass over all of them, counted by hand here; a
+    row of positions reaches every chunk."""
+    assert ch.EVAL_CHUNK == 64
+    torch.manual_seed(3)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=6, scheme="learned")).eval()
+    generator = torch.Generator().manual_seed(4)
+    tokens = torch.randint(0, 6, (150, 12), generator=generator)
+    targets = torch.randint(0, 6, (150, 12), generator=generator)
+    targets[:, :3] = ch.IGNORE
+    targets[::2, 5] = ch.IGNORE  # position 5: only half the sequences count
+    for positions in (None, torch.arange(40, 52)):
+        with torch.no_grad():
+            logits = model(tokens, positions=positions)
+        result = ch.evaluate_by_position(model, tokens, targets, positions)
+        for m in range(12):
+            rows = targets[:, m] != ch.IGNORE
+            if not rows.any():
+                assert np.isnan(result["accuracy"][m]) and np.isnan(result["loss"][m])
+                continue
+            hits = (logits[rows, m].argmax(-1) == targets[rows, m]).double().mean()
+            loss = torch.nn.functional.cross_entropy(
+                logits[rows, m].double(), targets[rows, m])
+            # The chunks' logits may differ from these by float32 rounding: a few ulps
+            # of |logit| < 10, under 1e-5. That moves a loss by at most 2e-5, and an
+            # argmax only where the top two logits are closer than 2e-5.
+            top2 = logits[rows, m].topk(2).values
+            near_ties = int((top2[:, 0] - top2[:, 1] < 2e-5).sum())
+            assert abs(result["accuracy"][m] - hits.item()) <= near_ties / rows.sum()
+            assert result["loss"][m] == pytest.approx(loss.item(), abs=2e-5)
+        assert logits.abs().max() < 10
+    with pytest.raises(ValueError, match=r"one row \(T,\)"):
+        ch.evaluate_by_position(model, tokens, targets, torch.arange(12)[None])
+
+
 # --- exercise checks: the right answer passes, each typical mistake is named ------------
 
 def good_alibi_bias(slopes, num_positions):
