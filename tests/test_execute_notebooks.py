@@ -60,11 +60,36 @@ def test_a_failing_notebook_returns_its_traceback(tmp_path) -> None:
     assert error is not None and "planted" in error
 
 
-def test_the_long_chapters_start_first() -> None:
+def test_the_long_chapters_have_a_lane_of_their_own() -> None:
     paths = notebook_paths()
-    ordered = execute_notebooks.order(paths)
-    assert [p.stem for p in ordered[:2]] == list(execute_notebooks.FIRST)
-    assert sorted(ordered) == sorted(paths)
+    priority, background = execute_notebooks.lanes(paths)
+    assert [p.stem for p in priority] == list(execute_notebooks.PRIORITY)
+    assert sorted(priority + background) == sorted(paths)
+    assert background == [p for p in paths if p not in priority]  # in book order
+
+
+def test_the_background_lane_runs_its_kernels_at_the_lowest_priority(
+    tmp_path, monkeypatch
+) -> None:
+    """The kernel a background worker starts runs at nice 19, and so does its session
+    (its autogroup, where Linux has them): otherwise the kernel would still take a
+    whole core from a two-thread chapter running beside it."""
+    monkeypatch.setenv("IPYTHONDIR", str(ROOT / "tools" / "ipython"))
+    source = (
+        "import os\n"
+        "group = open('/proc/self/autogroup').read().split()[-1] "
+        "if os.path.exists('/proc/self/autogroup') else 'none'\n"
+        "print(os.nice(0), group)"
+    )
+    path = tiny_notebook(tmp_path / "01_nice.ipynb", source)
+    with execute_notebooks.background_lane() as lane:
+        job = lane.submit(execute_notebooks.execute, path, 60)
+        _, executed, _, error = job.result()
+    assert error is None, error
+    printed = nbformat.reads(executed, as_version=4).cells[1].outputs[0].text.split()
+    assert int(printed[0]) == execute_notebooks.BACKGROUND_NICE == 19
+    if Path("/proc/self/autogroup").exists():
+        assert printed[1] == "19"
 
 
 def test_settings_come_from_the_books_config() -> None:

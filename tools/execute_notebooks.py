@@ -1,10 +1,17 @@
-"""Execute every chapter notebook, two at a time, into the cache the book's build reads.
+"""Execute every chapter notebook, in two lanes, into the cache the book's build reads.
 
 `make book` empties the build's jupyter-cache, runs this script, then runs
 ``jupyter-book build`` with ``execute_notebooks: cache``. Every build executes every
 notebook, as MyST-NB itself would (``single_nb_execution`` on the notebook as read from
-disk, in an empty temporary folder, with the timeout of ``_config.yml``), but two at a
-time instead of one after the other, so both cores of a 2-core machine stay busy.
+disk, in an empty temporary folder, with the timeout of ``_config.yml``), but in two
+lanes side by side instead of one after the other, so both cores of a 2-core machine
+stay busy:
+
+- the *priority* lane runs the two long chapters, 8 then 9, at the normal priority; they
+  train models on both cores and have time budgets of their own;
+- the *background* lane runs the ten short chapters at the lowest CPU priority
+  (``nice`` 19), so they use the time the long chapters leave free instead of taking
+  it from them.
 
 A notebook whose execution fails is not cached: the build then executes it again itself
 and reports the failure the usual way (a warning, which ``-W`` turns into an error).
@@ -17,6 +24,7 @@ so after the build ``--export DIR`` writes the executed notebooks there from the
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -32,8 +40,9 @@ from jupyter_cache.executors.utils import single_nb_execution
 from nbtools import notebook_paths
 from paths import ROOT
 
-# The longest first, so that the short ones fill the other core meanwhile.
-FIRST = ("08_does_position_matter", "09_context_extension")
+# The long chapters, in the order the priority lane runs them.
+PRIORITY = ("08_does_position_matter", "09_context_extension")
+BACKGROUND_NICE = 19  # the background lane's niceness: the lowest CPU priority
 
 
 def execution_settings() -> tuple[int, bool]:
@@ -91,16 +100,29 @@ def export(cache, folder: Path) -> int:
     return status
 
 
-def order(paths: list[Path]) -> list[Path]:
-    """The notebooks, the long ones first."""
-    first = [p for stem in FIRST for p in paths if p.stem == stem]
-    return first + [p for p in paths if p.stem not in FIRST]
+def lanes(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(priority lane, background lane): the long chapters in PRIORITY order, then the
+    others in their own order."""
+    priority = [p for stem in PRIORITY for p in paths if p.stem == stem]
+    return priority, [p for p in paths if p.stem not in PRIORITY]
+
+
+def lower_priority() -> None:
+    """Run this process, and every kernel it starts, at nice BACKGROUND_NICE. The
+    build's kernel profile (tools/ipython) reads BOOK_KERNEL_NICE: a kernel runs in a
+    session of its own, whose nice value Linux's autogroup scheduling also needs."""
+    os.nice(BACKGROUND_NICE)
+    os.environ["BOOK_KERNEL_NICE"] = str(BACKGROUND_NICE)
+
+
+def background_lane() -> ProcessPoolExecutor:
+    """One worker whose kernels run at the lowest CPU priority (lower_priority)."""
+    return ProcessPoolExecutor(1, initializer=lower_priority)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cache", type=Path, help="the build's .jupyter_cache folder")
-    parser.add_argument("--jobs", type=int, default=2, help="notebooks at a time")
     parser.add_argument(
         "--export",
         type=Path,
@@ -114,11 +136,10 @@ def main(argv: list[str]) -> int:
     timeout, allow_errors = execution_settings()
     start = time.perf_counter()
     failed = []
-    with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [
-            pool.submit(execute, path, timeout, allow_errors)
-            for path in order(notebook_paths())
-        ]
+    priority, background = lanes(notebook_paths())
+    with ProcessPoolExecutor(1) as first, background_lane() as rest:
+        futures = [first.submit(execute, p, timeout, allow_errors) for p in priority]
+        futures += [rest.submit(execute, p, timeout, allow_errors) for p in background]
         for future in as_completed(futures):
             path, executed, seconds, error = future.result()
             if error is not None:
@@ -128,7 +149,7 @@ def main(argv: list[str]) -> int:
             store(cache, path, executed, seconds)
             print(f"{path.name}: executed in {seconds:.0f} s", flush=True)
     total = time.perf_counter() - start
-    print(f"{len(futures)} notebooks in {total:.0f} s, {args.jobs} at a time"
+    print(f"{len(futures)} notebooks in {total:.0f} s, in two lanes"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 0
 
