@@ -50,19 +50,22 @@ del _register_book_renderer
 
 def _lower_priority() -> None:
     """BOOK_KERNEL_NICE=n (tools/execute_notebooks.py's background lane): run this
-    kernel at nice n.
+    kernel's session at nice n too.
 
-    Jupyter starts every kernel in a session of its own, and with Linux's autogroup
-    scheduling the CPU is shared between sessions before a process's nice value counts
-    (a kernel at nice 19 would still get a core of its own beside a two-thread kernel).
-    So the session's nice value is set as well, where the system has one."""
+    The kernel inherits its process's nice value from the lane's worker. But Jupyter
+    starts every kernel in a session of its own, and with Linux's autogroup scheduling
+    the CPU is shared between sessions before a process's nice value counts (a kernel at
+    nice 19 would still get a core of its own beside a two-thread kernel). Where the
+    system has no autogroups, or does not let us set one, the priority is only an
+    optimisation of the build's time, so nothing else changes."""
     nice = int(os.environ.get("BOOK_KERNEL_NICE", "0"))
     if nice <= 0:
         return
-    os.nice(max(0, nice - os.nice(0)))
-    if os.path.exists("/proc/self/autogroup"):
+    try:
         with open("/proc/self/autogroup", "w") as autogroup:
             autogroup.write(str(nice))
+    except OSError:
+        pass
 
 
 _lower_priority()
