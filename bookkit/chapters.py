@@ -33,7 +33,7 @@ DEFAULT_BUDGET = 60  # seconds, alone on two cores (the guide's rule)
 @dataclass(frozen=True)
 class Chapter:
     number: int
-    stem: str  # "06_rope_in_code"
+    stem: str  # NN_topic, e.g. 06_rope_in_code
     part: str  # the _toc.yml caption, "Part III: Rotary position embedding"
     title: str  # the notebook's first heading
     budget: int  # seconds, alone on two cores

@@ -23,6 +23,8 @@ Cell tags carry the conventions, so they survive Jupyter, Colab and jupytext:
     allowed to raise ``NotImplementedError``.
 ``hide-input`` (:data:`HIDE_INPUT`)
     code folded on the site (plotting helpers, copied functions, check functions).
+``remove-input`` (:data:`REMOVE_INPUT`)
+    code the site does not show at all (only its output).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ COPY = "copy"
 SOLUTION = "solution"
 CHECK = "exercise-check"
 HIDE_INPUT = "hide-input"
+REMOVE_INPUT = "remove-input"
 
 NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
 

@@ -59,7 +59,14 @@ from bookkit.notebook import (
     title_cell,
     without_solutions,
 )
-from bookkit.paths import BOOK, EXECUTED_NOTEBOOKS, NO_SOLUTIONS, ROOT
+from bookkit.paths import (
+    BOOK,
+    CONFIG_FILE,
+    EXECUTED_NOTEBOOKS,
+    NO_SOLUTIONS,
+    ROOT,
+    TOC_FILE,
+)
 
 LABEL = re.compile(r"^\s*\(([\w:.-]+)\)=\s*$", re.M)
 
@@ -157,9 +164,10 @@ def stage(src: Path, executed: Path) -> list[Path]:
         text = page.read_text()
         if EDITION_LINK.search(text):
             page.write_text(link_edition(text, "student"))
-    (src / "_config.yml").write_text(yaml.safe_dump(student_config(book_config())))
+    config = student_config(book_config())
+    (src / CONFIG_FILE.name).write_text(yaml.safe_dump(config))
     files = {page.removesuffix(".md") for page in WITHHELD_PAGES}
-    (src / "_toc.yml").write_text(yaml.safe_dump(toc_without(toc(), files)))
+    (src / TOC_FILE.name).write_text(yaml.safe_dump(toc_without(toc(), files)))
     chapters = notebook_paths()
     (src / "notebooks").mkdir()
     for path in chapters:

@@ -77,8 +77,8 @@ from pathlib import Path
 import nbformat
 
 from bookkit.chapters import chapters
-from bookkit.notebook import tags
-from bookkit.paths import NOTEBOOKS, ROOT
+from bookkit.notebook import COPY, EXPORT, tags
+from bookkit.paths import CONFIG_FILE, NOTEBOOKS, ROOT, TOC_FILE
 
 SKIP_FUNCTION = re.compile(r"plot|figure|explorer|html|interactive")
 COSMETIC_KEYWORDS = {
@@ -530,15 +530,15 @@ def mutants_of(stem: str, include_checks: bool = False) -> list[Mutant]:
     """Every candidate mutant of one chapter, in a stable order (cell, line, column)."""
     nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
     exported = [
-        c.source for c in nb.cells if c.cell_type == "code" and "export" in tags(c)
+        c.source for c in nb.cells if c.cell_type == "code" and EXPORT in tags(c)
     ]
     helpers = check_helpers(exported)
     found: list[Mutant] = []
     for index, cell in enumerate(nb.cells):
         cell_tags = tags(cell)
-        if cell.cell_type != "code" or "export" not in cell_tags:
+        if cell.cell_type != "code" or EXPORT not in cell_tags:
             continue
-        if any(t.startswith("copy:") for t in cell_tags):
+        if any(t.startswith(COPY + ":") for t in cell_tags):
             continue
         try:
             tree = ast.parse(cell.source)
@@ -622,8 +622,8 @@ def make_sandbox() -> Path:
             sandbox / folder,
             ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
         )
-    for name in ("_toc.yml", "_config.yml", "pyproject.toml"):
-        shutil.copy(ROOT / name, sandbox / name)
+    for path in (TOC_FILE, CONFIG_FILE, ROOT / "pyproject.toml"):
+        shutil.copy(path, sandbox / path.name)
     return sandbox
 
 
@@ -668,7 +668,7 @@ def preload(stems: list[str]) -> None:
     for stem in stems:
         nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
         sources += [
-            c.source for c in nb.cells if c.cell_type == "code" and "export" in tags(c)
+            c.source for c in nb.cells if c.cell_type == "code" and EXPORT in tags(c)
         ]
         sources += [
             c.test_file.read_text() for c in chapters() if c.stem == stem

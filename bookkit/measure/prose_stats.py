@@ -41,6 +41,7 @@ import nbformat
 
 from bookkit.chapters import notebook_paths
 from bookkit.licence import FOOTER_ID
+from bookkit.notebook import HIDE_INPUT, REMOVE_INPUT, SETUP
 
 KEYS = ("words", "words_main", "prose", "prose_main", "lines", "lines_main",
         "figures", "figures_main", "equations", "equations_main")
@@ -48,7 +49,7 @@ WORDS_PER_MINUTE = 100
 CODE_LINES_PER_MINUTE = 24
 MINUTES_PER_FIGURE = 1
 MINUTES_PER_EQUATION = 1
-HIDDEN = {"remove-cell", "remove-input", "hide-input"}
+HIDDEN = {SETUP, REMOVE_INPUT, HIDE_INPUT}
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*(.*)$")
 DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.DOTALL)
 INLINE_MATH = re.compile(r"\$[^$\n]+\$")

@@ -10,11 +10,18 @@
 - provides the ``{pdf-links}`` directive: a list of the book's PDF and each chapter's,
   with the chapter numbers and titles of the table of contents (the introduction page).
 
-With ``print_edition_pdfs = False`` (the student edition, whose PDFs are not printed)
-the download menu keeps the theme's entry and ``{pdf-links}`` says where the PDFs are.
+A page links only PDFs that exist in the output folder when it is written: ``make book``
+(which starts from an empty output folder) publishes no PDF link at all, and ``make
+pdf``, after printing, builds the site again; the pages whose links change are then
+rewritten (``env-get-outdated``), nothing is executed. With ``print_edition_pdfs =
+False`` (the student edition, whose PDFs are not printed) no page links a PDF either.
+In both cases the download menu keeps the theme's entry and ``{pdf-links}`` says how
+the PDFs are made.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
@@ -44,12 +51,47 @@ class PdfLinks(SphinxDirective):
         return [pdf_links()]
 
 
+def printed(app) -> list[str]:
+    """The PDFs in the output folder that pages may link (none unless allowed)."""
+    if not app.config.print_edition_pdfs:
+        return []
+    return sorted(p.name for p in (Path(app.outdir) / PDF_DIR).glob("*.pdf"))
+
+
+def pdf_linked(app, docname: str) -> bool:
+    """Whether a chapter page may link its PDF (it exists; links are allowed)."""
+    return f"{docname.removeprefix(CHAPTERS)}.pdf" in printed(app)
+
+
+def outdated_by_pdfs(app, env, added, changed, removed) -> list[str]:
+    """The pages whose PDF links change since the last build: every chapter and every
+    page with a ``{pdf-links}`` list, when the set of printed PDFs changed."""
+    state = printed(app)
+    if getattr(env, "print_edition_state", None) == state:
+        return []
+    env.print_edition_state = state
+    lists = getattr(env, "print_edition_lists", set())  # note_pdf_lists
+    return sorted(
+        d for d in env.found_docs if d.startswith(CHAPTERS) or d in lists
+    )
+
+
+def note_pdf_lists(app, doctree) -> None:
+    """Remember the pages that hold a ``{pdf-links}`` list."""
+    if any(True for _ in doctree.findall(pdf_links)):
+        if not hasattr(app.env, "print_edition_lists"):
+            app.env.print_edition_lists = set()
+        app.env.print_edition_lists.add(app.env.docname)
+
+
 def resolve_pdf_links(app, doctree, docname: str) -> None:
     env = app.env
     for node in list(doctree.findall(pdf_links)):
-        if not app.config.print_edition_pdfs:
+        if BOOK_PDF not in printed(app):
             node.replace_self(nodes.paragraph(
-                "", "The printable edition (PDF) comes with the full book."))
+                "", "The printable edition (one PDF per chapter and one of the whole "
+                "book) is made with make pdf after make book; your browser's Print "
+                "uses the same print style."))
             continue
         items = nodes.bullet_list(classes=["pdf-links"])
 
@@ -59,6 +101,8 @@ def resolve_pdf_links(app, doctree, docname: str) -> None:
 
         item("The whole book (PDF)", f"{PDF_DIR}/{BOOK_PDF}")
         for doc in chapter_docs(env):
+            if not pdf_linked(app, doc):
+                continue
             number = ".".join(map(str, env.toc_secnumbers.get(doc, {}).get("", ())))
             title = env.titles[doc].astext() if doc in env.titles else doc
             stem = doc.removeprefix(CHAPTERS)
@@ -68,7 +112,7 @@ def resolve_pdf_links(app, doctree, docname: str) -> None:
 
 def pdf_download_button(app, pagename, templatename, context, doctree) -> None:
     """On a chapter page, the download menu's ".pdf" opens the chapter's PDF."""
-    if not pagename.startswith(CHAPTERS) or not app.config.print_edition_pdfs:
+    if not pagename.startswith(CHAPTERS) or not pdf_linked(app, pagename):
         return
     url = relative(pagename, f"{PDF_DIR}/{pagename.removeprefix(CHAPTERS)}.pdf")
     for group in context.get("header_buttons", []):
@@ -89,6 +133,8 @@ def setup(app):
     app.add_node(pdf_links)
     app.add_directive("pdf-links", PdfLinks)
     app.add_css_file("print.css", media="print")
+    app.connect("env-get-outdated", outdated_by_pdfs)
+    app.connect("doctree-read", note_pdf_lists)
     app.connect("doctree-resolved", resolve_pdf_links)
     app.connect("html-page-context", pdf_download_button, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,9 +1,9 @@
-"""The printable edition (bookkit/editions/pdf.py): PDFs printed from the built site.
+"""The printable edition (bookkit.editions.pdf): PDFs printed from the built site.
 
 Printing the whole book takes minutes, so `make test` prints a sample (the introduction
-and Chapter 1, and the book PDF of those two pages) into a temporary folder.
-`make pdf` prints everything into _build/html/pdf/ and then runs these tests on all of
-it (``BOOK_PDF_ALL=1``).
+and Chapter 1, and the book PDF of those two pages) into a temporary folder. After
+`make pdf` (everything, into _build/html/pdf/), ``BOOK_PDF_ALL=1 pytest
+tests/editions/test_pdf.py`` runs these tests on all of it.
 
 The PDFs are read with poppler's ``pdfinfo`` and ``pdftotext`` (Debian's
 ``poppler-utils``, which .ci/run installs): page size and count, page numbers on every
@@ -202,3 +202,36 @@ def test_folded_content_is_marked(printed) -> None:
     for page in chapters(pages):
         text = " ".join(pages_text(pdf_of(folder, page)))
         assert "folded on the website" in text, f"{page}: no note for folded content"
+
+
+@pytest.mark.unit
+def test_pages_link_only_the_pdfs_that_exist(tmp_path) -> None:
+    """The site's side of the printable edition: no link to a PDF that is not in the
+    output folder; when the printed set changes, every chapter page and every page
+    with a {pdf-links} list is written again; with print_edition_pdfs off, none."""
+    import types
+
+    from bookkit.sphinx import print_edition
+
+    def app(allowed: bool = True):
+        return types.SimpleNamespace(
+            outdir=str(tmp_path),
+            config=types.SimpleNamespace(print_edition_pdfs=allowed),
+        )
+
+    env = types.SimpleNamespace(
+        found_docs={"book/intro", "book/glossary", "notebooks/01_a", "notebooks/02_b"},
+        print_edition_lists={"book/intro"},
+    )
+    assert print_edition.printed(app()) == []
+    assert not print_edition.pdf_linked(app(), "notebooks/01_a")
+    first = print_edition.outdated_by_pdfs(app(), env, set(), set(), set())
+    assert first == ["book/intro", "notebooks/01_a", "notebooks/02_b"]
+    assert print_edition.outdated_by_pdfs(app(), env, set(), set(), set()) == []
+    (tmp_path / "pdf").mkdir()
+    (tmp_path / "pdf" / "01_a.pdf").write_bytes(b"%PDF")
+    assert print_edition.pdf_linked(app(), "notebooks/01_a")
+    assert not print_edition.pdf_linked(app(), "notebooks/02_b")
+    assert not print_edition.pdf_linked(app(allowed=False), "notebooks/01_a")
+    again = print_edition.outdated_by_pdfs(app(), env, set(), set(), set())
+    assert again == first  # the printed set changed: the same pages are rewritten
