@@ -11,9 +11,9 @@ and Markdown links count by their text, as a page shows them. A *fingerprint* is
 of ``N`` consecutive words of a secret that occurs nowhere in the public text (every
 other cell of every chapter with its metadata and, given the executed notebooks, its
 outputs; the other pages and the bibliography; the student notebooks' note) and has
-three words with letters
-(a run of numbers proves nothing). A site leaks a secret when any of its fingerprints
-occurs in any of its files. Runs of fewer than ``N`` words (a very short solution) are
+three words with letters (a run of numbers proves nothing). A site leaks a secret when
+any of its fingerprints occurs in any of its files. Runs of fewer than ``N`` words (a
+very short solution) are
 fingerprinted whole.
 
 Each ``.ipynb`` (or ``.json``) file is read as JSON first (its strings are what a

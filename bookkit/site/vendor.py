@@ -2,8 +2,7 @@
 the internet.
 
 - MathJax 3.2.2 (the `tex-mml-chtml` component with its fonts and lazily loaded
-  extensions),
-  taken from the pinned PyPI wheel `django-static-mathjax`.
+  extensions), taken from the pinned PyPI wheel `django-static-mathjax`.
 - plotly.js, so interactive figures render on the static site without a kernel or a CDN:
   the *cartesian* partial bundle (npm `plotly.js-cartesian-dist-min`, the same plotly.js
   version as the pinned `plotly` package ships; 0.5 MB gzip instead of 1.5 MB). It draws

@@ -1,10 +1,8 @@
 """Sphinx extension: drop duplicate <script> entries from every page.
 
 With Sphinx 7.4, sphinx-thebe registers its inline configuration script twice (once with
-the
-file name None, once with ''), and the browser then reports "Identifier 'THEBE_JS_URL'
-has
-already been declared" on every page.
+the file name None, once with ''), and the browser then reports "Identifier
+'THEBE_JS_URL' has already been declared" on every page.
 """
 
 from __future__ import annotations

@@ -2,19 +2,15 @@
 
 - `bookkit/editions/student.py` removes every solution and keeps everything else;
 - each student notebook, run alone as a learner would, raises only the stubs'
-  NotImplementedError, only in `exercise-check` cells, and every such cell raises it.
-  To run each chapter's heavy cells once per `make test`, the run is *quick*: the setup
-  and
+  NotImplementedError, only in `exercise-check` cells, and every such cell raises it. To
+  run each chapter's heavy cells once per `make test`, the run is *quick*: the setup and
   `export` cells, then everything from the "## Exercises" heading on. The cells it skips
   are identical to the instructor notebook's, which the build executed cleanly
-  (tests/test_notebooks.py), because no solution precedes the exercises (checked here).
-  If
-  the quick run shows any other error (an exercise needs earlier state), the whole
-  student
-  notebook runs instead;
+  (tests/site/test_notebooks.py), because no solution precedes the exercises (checked here).
+  If the quick run shows any other error (an exercise needs earlier state), the whole
+  student notebook runs instead;
 - every chapter has at least three exercises, and every coding exercise has a stub,
-  solution
-  cells and then its check;
+  solution cells and then its check;
 - in the executed instructor notebooks of the book build, every check passes.
 """
 
@@ -106,9 +102,8 @@ def unexpected_errors(run: RunResult) -> list[tuple[int, str, str]]:
 
 class StudentRuns(dict):
     """Student notebooks executed alone in an empty folder, errors allowed; each runs at
-    most
-    once per module, when a test first asks for it (so `-k 03_` runs only chapter 3).
-    Quick runs (see the module docstring) unless that leaves other errors."""
+    most once per module, when a test first asks for it (so `-k 03_` runs only chapter
+    3). Quick runs (see the module docstring) unless that leaves other errors."""
 
     def __init__(self, folder: Path) -> None:
         super().__init__()

@@ -1,8 +1,6 @@
 """The course pages stay in step with the chapters: every chapter is linked from the
-course
-index, every Colab link on the running page is the one the chapter's badge uses, and
-every
-exercise the schedule and the instructor notes name exists."""
+course index, every Colab link on the running page is the one the chapter's badge uses,
+and every exercise the schedule and the instructor notes name exists."""
 
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
 """Every chapter ran as a learner would run it, once, in the build.
 
 jupyter-book executes each notebook alone in an empty temporary folder (``run_in_temp``
-in
-_config.yml), offline (the Makefile sets HF_HUB_OFFLINE), with the build's IPython
-profile
-(bookkit/ipython). These tests read what that single run produced
-(_build/jupyter_execute):
-no error, no stderr, no printed warning, and every code cell executed.
+in _config.yml), offline (the Makefile sets HF_HUB_OFFLINE), with the build's IPython
+profile (bookkit/ipython). These tests read what that single run produced
+(_build/jupyter_execute): no error, no stderr, no printed warning, and every code cell
+executed.
 
 Determinism (a second standalone run prints the same) is checked on demand by
 ``make determinism`` (bookkit.measure.bench --determinism), not on every

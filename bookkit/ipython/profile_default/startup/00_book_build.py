@@ -1,8 +1,8 @@
 """Start-up of the book build's kernels: what only the static website needs.
 
 Runs before a notebook's first cell when IPYTHONDIR points at bookkit/ipython (the
-Makefile
-exports it for build, tests and bench). Colab and a learner's Jupyter never run it.
+Makefile exports it for build, tests and bench). Colab and a learner's Jupyter never run
+it.
 """
 
 import hashlib
