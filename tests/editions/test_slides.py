@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import chapters, notebook_paths
 from bookkit.editions.slides import (
     MAX_SLIDES,
     MAX_WORDS,
@@ -281,7 +281,7 @@ Optional: {ref}`Exercise 9.1 <ex-09-a>`.
 """
 
 
-def test_part_iv_slides_come_from_the_schedule() -> None:
+def test_session_slides_come_from_the_schedule() -> None:
     titles = {"8.1": "One", "8.2": "Two", "8.3": "Three", "8.4": "Four", "9.1": "Nine"}
     found = session_slides(SCHEDULE_SAMPLE, titles)
     eight = [(s["title"], s["text"]) for s in found[8]]
@@ -303,20 +303,20 @@ def test_part_iv_slides_come_from_the_schedule() -> None:
     assert ("Exercises to hand in", "- Exercise 9.1 · Nine (optional)") in nine
 
 
-def test_every_part_iv_deck_gets_its_session_slides() -> None:
-    """From the real schedule: each Part IV chapter's deck gets a prompt to answer
-    before a cell runs (or its module's discussion) and the exercises to hand in; no
+def test_every_session_deck_gets_its_session_slides() -> None:
+    """From the real schedule: the deck of each chapter with a module of its own
+    (``"session": true``, the registry) gets a prompt to answer before a cell runs (or
+    its module's discussion) and the exercises to hand in; the other decks get none; no
     slide is over the word limit and no deck over the slide limit."""
     from bookkit.editions.slides import exercise_titles, specs
     from bookkit.notebook import read
     from bookkit.paths import SCHEDULE
 
     found = session_slides(SCHEDULE.read_text(), exercise_titles())
-    for path in notebook_paths():
-        number = int(path.stem[:2])
-        extra = found.get(number, [])
-        if number < 8:
-            assert not extra
+    for chapter in chapters():
+        path, extra = chapter.path, found.get(chapter.number, [])
+        if not chapter.session:
+            assert not extra, f"{path.stem}: session slides without a session"
             continue
         titles = [s["title"] for s in extra]
         assert "Exercises to hand in" in titles, f"{path.stem}: no exercises slide"

@@ -6,9 +6,9 @@
   run each chapter's heavy cells once per `make test`, the run is *quick*: the setup and
   `export` cells, then everything from the "## Exercises" heading on. The cells it skips
   are identical to the instructor notebook's, which the build executed cleanly
-  (tests/site/test_notebooks.py), because no solution precedes the exercises (checked here).
-  If the quick run shows any other error (an exercise needs earlier state), the whole
-  student notebook runs instead;
+  (tests/site/test_notebooks.py), because no solution precedes the exercises (checked
+  here). If the quick run shows any other error (an exercise needs earlier state), the
+  whole student notebook runs instead;
 - every chapter has at least three exercises, and every coding exercise has a stub,
   solution cells and then its check;
 - in the executed instructor notebooks of the book build, every check passes.
