@@ -37,7 +37,7 @@ from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 from jupyter_cache.executors.utils import single_nb_execution
 
-from bookkit.chapters import Chapter, chapters, notebook_paths
+from bookkit.chapters import Chapter, page_paths, pages
 from bookkit.config import execution_settings
 
 BACKGROUND_NICE = 19  # the background lane's niceness: the lowest CPU priority
@@ -80,7 +80,7 @@ def export(cache, folder: Path) -> int:
     missing (its execution failed, and the build has reported it)."""
     folder.mkdir(parents=True, exist_ok=True)
     status = 0
-    for path in notebook_paths():
+    for path in page_paths():
         try:
             source = nbformat.read(path, as_version=4)
             _, executed = cache.merge_match_into_notebook(source)
@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
     timeout, allow_errors = execution_settings()
     start = time.perf_counter()
     failed = []
-    priority, background = lanes(chapters())
+    priority, background = lanes(pages())
     with ProcessPoolExecutor(1) as first, background_lane() as rest:
         futures = [first.submit(execute, p, timeout, allow_errors) for p in priority]
         futures += [rest.submit(execute, p, timeout, allow_errors) for p in background]

@@ -33,7 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import page_paths
 from bookkit.notebook import STUDENT_NOTE, WITHHELD_PAGES, is_solution, read
 from bookkit.paths import BIBFILE, BOOK, EXECUTED_NOTEBOOKS, ROOT
 
@@ -112,7 +112,7 @@ def collect(withheld: list[str], executed: Path | None = None
     in the executed notebooks of ``executed`` if given, the other pages, and the note
     that student notebooks carry."""
     secret, public = {}, [STUDENT_NOTE]
-    for path in notebook_paths():
+    for path in page_paths():
         done = executed / path.name if executed else None
         ran = read(done).cells if done and done.is_file() else []
         for k, cell in enumerate(read(path).cells):

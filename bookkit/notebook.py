@@ -47,7 +47,8 @@ CHECK = "exercise-check"
 HIDE_INPUT = "hide-input"
 REMOVE_INPUT = "remove-input"
 
-NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
+NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")  # a chapter
+GUIDE_NAME = re.compile(r"^[a-z][a-z0-9_]*\.ipynb$")  # an unnumbered page
 
 
 def chapter_number(path: Path) -> int:
@@ -142,7 +143,7 @@ BADGE_SVG = (
 # A Colab link to a chapter in any of its folders: notebooks/, colab/, colab/student/.
 EDITION_LINK = re.compile(
     r"(https://colab\.research\.google\.com/github/[^\s\"'()]*?/blob/[^/\s\"']+/)"
-    r"(?:notebooks|colab)/(?:student/)?(\d\d_\w+\.ipynb)"
+    r"(?:notebooks|colab)/(?:student/)?([a-z0-9_]+\.ipynb)"
 )
 # The folder of each edition a Colab link can open.
 EDITION_FOLDERS = {"colab": "colab", "student": "colab/student"}
@@ -166,10 +167,16 @@ def badge_html(name: str) -> str:
 
 
 def link_edition(text: str, edition: str) -> str:
-    """Point every Colab link to a chapter in ``text`` at one edition's folder
-    (``"colab"`` or ``"student"``)."""
-    folder = EDITION_FOLDERS[edition]
-    return EDITION_LINK.sub(rf"\g<1>{folder}/\g<2>", text)
+    """Point every Colab link to a page in ``text`` at one edition's folder
+    (``"colab"`` or ``"student"``). Guides have no student edition: their links keep
+    the Colab edition."""
+
+    def target(match: re.Match) -> str:
+        chapter = NOTEBOOK_NAME.match(match[2])
+        folder = EDITION_FOLDERS[edition if chapter else "colab"]
+        return f"{match[1]}{folder}/{match[2]}"
+
+    return EDITION_LINK.sub(target, text)
 
 
 # Solutions and the student notebook -------------------------------------------------

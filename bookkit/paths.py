@@ -1,6 +1,10 @@
 """Every path the book's machinery uses, defined here and nowhere else.
 
-Two environment variables move them, both read once, at import:
+The repository is the checkout the command runs in: the nearest folder, from the
+working directory up, that holds ``_toc.yml`` and ``bookkit/`` (so a second checkout or
+a git worktree sharing one virtual environment works on its own files), else the
+checkout this package was installed from. Two environment variables move the paths,
+both read once, at import:
 
 - ``BOOK_ROOT`` runs the machinery on another copy of the repository (a sandbox of
   ``bookkit.measure.mutate``, the dummy chapter of ``tests/tools/test_registry.py``);
@@ -14,7 +18,18 @@ import os
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
-ROOT = Path(os.environ.get("BOOK_ROOT") or PACKAGE.parent).resolve()
+
+
+def _checkout() -> Path:
+    """The checkout of the working directory, else the package's own."""
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file() and (folder / "bookkit").is_dir():
+            return folder
+    return PACKAGE.parent
+
+
+ROOT = Path(os.environ.get("BOOK_ROOT") or _checkout()).resolve()
 
 # Sources
 CONFIG_FILE = ROOT / "_config.yml"

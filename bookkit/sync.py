@@ -1,6 +1,6 @@
 """Normalise the chapter notebooks (the sources); ``--check`` only reports drift.
 
-For every chapter (``bookkit.chapters``) it
+For every executable page, chapters and guides (``bookkit.chapters``), it
 
 1. writes the setup cell (first code cell, tag ``remove-cell``) from one short template:
    what a fresh Colab runtime lacks, seeds, inline figures. What only the website build
@@ -28,13 +28,14 @@ from pathlib import Path
 
 import nbformat
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import page_paths
 from bookkit.licence import FOOTER_ID, FOOTER_MARK, footer_source
 from bookkit.notebook import (
     BADGE_MARK,
     COPY,
     KERNELSPEC,
     NAME,
+    NOTEBOOK_NAME,
     SETUP,
     badge_html,
     chapter_number,
@@ -85,6 +86,11 @@ def named_cells(nbs: dict[Path, object]) -> dict[str, str]:
     for path, nb in nbs.items():
         for cell in nb.cells:
             for name in tag_values(cell, NAME):
+                if not NOTEBOOK_NAME.match(path.name):
+                    raise ValueError(
+                        f"{path.name}: only chapters define name: cells; a guide "
+                        "copies them (copy:NAME)"
+                    )
                 if name in names:
                     raise ValueError(
                         f"cell name {name!r} is defined twice (second in {path.name})"
@@ -201,7 +207,7 @@ def main() -> int:
         "--check", action="store_true", help="report drift, change nothing"
     )
     args = parser.parse_args()
-    paths = notebook_paths()
+    paths = page_paths()
     nbs = {p: read(p) for p in paths}
     names = named_cells(nbs)
     duplicates = duplicate_definitions(nbs)

@@ -14,14 +14,14 @@ PDF                       ``bookkit.editions.pdf``                 ``make pdf``
 ========================  =======================================  ===================
 
 ``python -m bookkit.editions [--check]`` writes (or checks) the committed editions: the
-Colab editions in ``colab/`` and ``colab/student/``.
+Colab editions of every page in ``colab/``, and of every chapter in ``colab/student/``.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import page_paths
 from bookkit.notebook import read
 
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="report stale editions, change nothing"
     )
     args = parser.parse_args(argv)
-    stale = write_editions({p: read(p) for p in notebook_paths()}, check=args.check)
+    stale = write_editions({p: read(p) for p in page_paths()}, check=args.check)
     if stale and args.check:
         print("Editions are stale; run `make sync`:")
         print("\n".join("  " + s for s in stale))

@@ -49,10 +49,10 @@ import nbformat
 import yaml
 from pybtex.database import parse_file
 
+from bookkit.chapters import chapter
 from bookkit.config import site_url
 from bookkit.notebook import (
     SOLUTION,
-    chapter_number,
     clear_outputs,
     link_edition,
     notebook_bytes,
@@ -211,11 +211,21 @@ def figure_options(cell: nbformat.NotebookNode) -> dict:
     return dict((cell.metadata.get("mystnb") or {}).get("figure") or {})
 
 
+def page_number(path: Path) -> int | None:
+    """A chapter's number; None for a guide (an unnumbered page)."""
+    return chapter(path.stem).number
+
+
+def numbered(chapter_number: int | None, count: int) -> str:
+    """"4.2" in Chapter 4; "2" on an unnumbered page, as Sphinx numbers them."""
+    return f"{chapter_number}.{count}" if chapter_number is not None else str(count)
+
+
 def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
     """Number every labelled theorem, exercise, equation, figure, section as the site
     does."""
     for path, nb in nbs.items():
-        chapter, page = chapter_number(path), page_url(book, path.name)
+        page_no, page = page_number(path), page_url(book, path.name)
         counts: Counter[str] = Counter()
         for cell in nb.cells:
             figure = figure_options(cell)
@@ -223,7 +233,7 @@ def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
                 counts["figure"] += 1
                 name = str(figure["name"])
                 book.targets[name] = Target(
-                    f"Figure {chapter}.{counts['figure']}", f"{page}#{name}"
+                    f"Figure {numbered(page_no, counts['figure'])}", f"{page}#{name}"
                 )
             if cell.cell_type != "markdown":
                 continue
@@ -231,12 +241,13 @@ def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
                 if name == "figure" and "name" in options:
                     counts["figure"] += 1
                     book.targets[options["name"]] = Target(
-                        f"Figure {chapter}.{counts['figure']}",
+                        f"Figure {numbered(page_no, counts['figure'])}",
                         f"{page}#{options['name']}",
                     )
                 if name in NUMBERED:
                     counts[name] += 1
-                    number, _ = numbered_title(name, arg, f"{chapter}.{counts[name]}")
+                    running = numbered(page_no, counts[name])
+                    number, _ = numbered_title(name, arg, running)
                     if "label" in options:
                         book.targets[options["label"]] = Target(
                             number, f"{page}#{options['label']}"
@@ -244,7 +255,7 @@ def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
             for label in EQ_LABEL.findall(cell.source):
                 counts["eq"] += 1
                 book.targets[label] = Target(
-                    f"({chapter}.{counts['eq']})", f"{page}#equation-{label}"
+                    f"({numbered(page_no, counts['eq'])})", f"{page}#equation-{label}"
                 )
             lines = cell.source.split("\n")
             for k, line in enumerate(lines):
@@ -267,7 +278,7 @@ class Converter:
     """One chapter's MyST to Markdown; keeps the running numbers of its directives."""
 
     book: Book
-    chapter: int
+    chapter: int | None  # None on an unnumbered page
     counts: Counter = field(default_factory=Counter)
     solution_for: str | None = None  # set by {solution-start}: the exercise solved
     footnotes: dict[str, int] = field(default_factory=dict)  # label -> number
@@ -390,7 +401,7 @@ class Converter:
         if name in NUMBERED:
             self.counts[name] += 1
             title, arg = numbered_title(
-                name, arg, f"{self.chapter}.{self.counts[name]}"
+                name, arg, numbered(self.chapter, self.counts[name])
             )
             title += f" ({self.inline(arg)})" if arg else ""
             return lead(f"**{title}.**", self.convert(body))
@@ -472,7 +483,7 @@ def colab_edition(
 ) -> nbformat.NotebookNode:
     """The Colab edition of one chapter (``student``: from its student version)."""
     out = student_notebook(nb) if student else copy.deepcopy(nb)
-    converter, cells = Converter(book, chapter_number(path)), []
+    converter, cells = Converter(book, page_number(path)), []
     edition = "student" if student else "colab"
     for cell in out.cells:
         if cell.cell_type == "markdown":
@@ -554,7 +565,10 @@ def write_editions(
     """Write (or with ``check``, compare) every Colab edition; return what was stale."""
     book, stale, wanted = make_book(nbs), [], set()
     for path, nb in nbs.items():
-        for student, folder in ((False, COLAB), (True, COLAB_STUDENT)):
+        editions = [(False, COLAB)]
+        if page_number(path) is not None:  # a chapter: its exercises, without answers
+            editions.append((True, COLAB_STUDENT))
+        for student, folder in editions:
             target = folder / path.name
             wanted.add(target)
             data = notebook_bytes(colab_edition(nb, path, book, student))

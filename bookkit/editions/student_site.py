@@ -44,11 +44,12 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import page_paths
 from bookkit.config import book_config, toc
 from bookkit.editions import slides
 from bookkit.notebook import (
     EDITION_LINK,
+    NOTEBOOK_NAME,
     WITHHELD_PAGES,
     clear_outputs,
     is_check,
@@ -168,7 +169,7 @@ def stage(src: Path, executed: Path) -> list[Path]:
     (src / CONFIG_FILE.name).write_text(yaml.safe_dump(config))
     files = {page.removesuffix(".md") for page in WITHHELD_PAGES}
     (src / TOC_FILE.name).write_text(yaml.safe_dump(toc_without(toc(), files)))
-    chapters = notebook_paths()
+    chapters = page_paths()  # the guides too: they are pages of the site
     (src / "notebooks").mkdir()
     for path in chapters:
         done = executed / path.name
@@ -199,7 +200,7 @@ def finish(out: Path, src: Path, chapters: list[Path]) -> Path:
     html = out / "_build" / "html"
     for path in chapters:
         download = html / "_sources" / "notebooks" / path.name
-        if download.is_file():
+        if download.is_file() and NOTEBOOK_NAME.match(path.name):
             download.write_bytes(notebook_bytes(student_notebook(read(path))))
     if slides.main([str(html / "slides"), "--executed", str(src / "notebooks")]):
         raise RuntimeError("the slides of the student edition failed")

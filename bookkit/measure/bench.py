@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import page_paths
 from bookkit.notebook import read
 from bookkit.paths import BUILD, EXECUTED_NOTEBOOKS, ROOT
 from bookkit.run import execute_standalone
@@ -81,7 +81,7 @@ def text_outputs(nb) -> list[str]:
 def determinism() -> int:
     """Run every notebook alone again; compare its printed output with the build's."""
     status = 0
-    for path in notebook_paths():
+    for path in page_paths():
         built = EXECUTED_NOTEBOOKS / path.name
         if not built.is_file():
             print(f"{built} missing: run `make book` first")

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from threading import Lock, Semaphore
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import page_paths
 from bookkit.paths import BUILD, ROOT
 
 # name -> (environment variables, what it imitates). Order: as printed.
@@ -202,7 +202,7 @@ def main(argv: list[str]) -> int:
             print(f"{name:18} {shown:70} {what}")
         return 0
     environments = args.env or list(ENVIRONMENTS)
-    notebooks = args.notebooks or notebook_paths()
+    notebooks = args.notebooks or page_paths()
     tasks = [(env, nb) for env in environments for nb in notebooks]
     if not args.no_unit:
         tasks += [(env, None) for env in environments]

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import nbformat
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import page_paths
 from bookkit.licence import FOOTER_ID
 from bookkit.notebook import HIDE_INPUT, REMOVE_INPUT, SETUP
 
@@ -188,7 +188,7 @@ def main(argv: list[str]) -> None:
     ``--minutes``, the reading-time columns of the schedule instead."""
     minutes = "--minutes" in argv
     argv = [a for a in argv if a != "--minutes"]
-    paths = [Path(a) for a in argv] or notebook_paths()
+    paths = [Path(a) for a in argv] or page_paths()
     if minutes:
         print("| chapter | words | code lines | figures | equations | reading time |")
         for path in paths:

@@ -100,18 +100,25 @@ def test_adding_a_chapter_is_a_notebook_a_toc_line_and_a_test_file(
     number = len(chapters()) + 1
     stem = f"{number:02d}_dummy_chapter"
     nbformat.write(dummy_chapter(number), copy / "notebooks" / f"{stem}.ipynb")
+    guide = dummy_chapter(number)
+    guide.cells = guide.cells[:4]  # a guide: no exercises
+    guide.cells[0].source = f"# A dummy guide\n\n{BADGE_MARK}"
+    guide.cells[3].source = "def half(x: float) -> float:\n    return x / 2"
+    nbformat.write(guide, copy / "notebooks" / "dummy_guide.ipynb")
     toc = yaml.safe_load((copy / "_toc.yml").read_text())
     toc["parts"].insert(-2, {"caption": "Part X: Dummies", "numbered": True,
                              "chapters": [{"file": f"notebooks/{stem}"}]})
+    toc["parts"][0]["chapters"].append({"file": "notebooks/dummy_guide"})
     (copy / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     (copy / "tests" / "chapters" / f"test_{stem}.py").write_text(
         "from bookkit.testing import load_chapter\n\n\n"
         f"def test_twice():\n    assert load_chapter({stem!r}).twice(2) == 4\n"
     )
 
-    listed = run(copy, "-c", "from bookkit.chapters import chapters; "
-                 "print([(c.number, c.stem, c.part, c.lane) for c in chapters()])")
+    listed = run(copy, "-c", "from bookkit.chapters import pages; "
+                 "print([(c.number, c.stem, c.part, c.lane) for c in pages()])")
     assert f"({number}, '{stem}', 'Part X: Dummies', 'priority')" in listed
+    assert "(None, 'dummy_guide'," in listed  # a guide: an unnumbered page
 
     # make sync: the sources, then the committed editions
     run(copy, "-m", "bookkit.sync")
@@ -125,6 +132,11 @@ def test_adding_a_chapter_is_a_notebook_a_toc_line_and_a_test_file(
     assert f"Exercise {number}.1" in colab and "secret answer" in colab
     assert "secret answer" not in student_colab
     assert f"colab/student/{stem}.ipynb" in student_colab
+    guide_colab = (copy / "colab" / "dummy_guide.ipynb").read_text()
+    assert "colab/dummy_guide.ipynb" in guide_colab
+    assert not (copy / "colab" / "student" / "dummy_guide.ipynb").exists()
+    synced_guide = nbformat.read(copy / "notebooks" / "dummy_guide.ipynb", as_version=4)
+    assert "import numpy as np" in synced_guide.cells[2].source
     run(copy, "-m", "bookkit.sync", "--check")
     run(copy, "-m", "bookkit.editions", "--check")
 
@@ -141,6 +153,7 @@ def test_adding_a_chapter_is_a_notebook_a_toc_line_and_a_test_file(
     assert "secret answer" not in page and "twice" in page
     staged_toc = (copy / "site" / "_toc.yml").read_text()
     assert f"notebooks/{stem}" in staged_toc
+    assert (copy / "site" / "notebooks" / "dummy_guide.ipynb").is_file()
 
     # the hand-out and the chapter's own test file
     handout = run(copy, "-c", "from bookkit.chapters import chapter; "
