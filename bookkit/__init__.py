@@ -10,12 +10,14 @@ A module imports only from its own layer and the layers above it
    vendored JavaScript the site serves itself).
 2. **The model** — ``notebook`` (the tag vocabulary, the Colab badge, the solution
    filter, output clearing, the student notebook), ``chapters`` (the registry, derived
-   from ``_toc.yml``), ``licence``.
+   from ``_toc.yml``), ``course`` (the exercises' kinds, minutes and rubric, read from
+   the instructor page), ``licence``.
 3. **The sources and their editions** — ``sync`` (normalise the notebooks, keep the
    ``copy:`` cells identical), ``editions`` (Colab, student notebooks, the student site,
    the nbgrader hand-outs, slides, PDF), ``leaks`` (find solution text in a folder).
 4. **Running** — ``execute`` (the build's two-lane execution), ``run`` (one notebook
-   alone, as a learner runs it), ``autograde`` (grading hand-ins).
+   alone, as a learner runs it), ``autograde`` (grading hand-ins), with ``grading``
+   and ``guard`` (what runs inside a grading kernel).
 5. **Checking and measuring** — ``testing`` (what the tests share), ``measure``
    (benchmarks, portability, mutation testing, reading times), ``sphinx`` (the site's
    Sphinx extensions), ``ipython`` (the build kernels' profile; data, not code).

@@ -21,6 +21,10 @@ Cell tags carry the conventions, so they survive Jupyter, Colab and jupytext:
 ``exercise-check`` (:data:`CHECK`)
     a cell that calls a check function; in a student notebook the only kind of cell
     allowed to raise ``NotImplementedError``.
+``hidden-cases`` (:data:`HIDDEN_CASES`)
+    after an exercise's solution: ``hidden_cases_<name>(rng)``, the random inputs on
+    which the grader compares a submission with the solution. Secret like a solution
+    (no student edition has it; ``bookkit.sync`` also tags it ``remove-cell``).
 ``hide-input`` (:data:`HIDE_INPUT`)
     code folded on the site (plotting helpers, copied functions, check functions).
 ``remove-input`` (:data:`REMOVE_INPUT`)
@@ -44,6 +48,7 @@ NAME = "name"
 COPY = "copy"
 SOLUTION = "solution"
 CHECK = "exercise-check"
+HIDDEN_CASES = "hidden-cases"
 HIDE_INPUT = "hide-input"
 REMOVE_INPUT = "remove-input"
 
@@ -94,7 +99,8 @@ def tag_values(cell: nbformat.NotebookNode, prefix: str) -> list[str]:
 
 
 def is_solution(cell: nbformat.NotebookNode) -> bool:
-    return SOLUTION in tags(cell)
+    """A cell no student edition may show: a solution, or an exercise's hidden cases."""
+    return bool({SOLUTION, HIDDEN_CASES} & set(tags(cell)))
 
 
 def is_check(cell: nbformat.NotebookNode) -> bool:

@@ -46,6 +46,7 @@ CHAPTER_TESTS = TESTS / "chapters"
 # Generated and committed: the Colab editions (make sync)
 COLAB = ROOT / "colab"
 COLAB_STUDENT = COLAB / "student"
+COLAB_HANDOUTS = COLAB / "handouts"  # the nbgrader hand-outs, as released
 
 # Generated, not committed
 VENDOR = BOOK / "vendor"  # MathJax and plotly.js (bookkit.site.vendor)

@@ -33,6 +33,7 @@ from bookkit.licence import FOOTER_ID, FOOTER_MARK, footer_source
 from bookkit.notebook import (
     BADGE_MARK,
     COPY,
+    HIDDEN_CASES,
     KERNELSPEC,
     NAME,
     NOTEBOOK_NAME,
@@ -193,6 +194,9 @@ def sync(nb, path: Path, names: dict[str, str]) -> list[str]:
                 changes.append(f"copy of {name}")
         if cell.cell_type == "code" and clear_outputs(cell):
             changes.append("outputs")
+        if HIDDEN_CASES in tags(cell) and SETUP not in tags(cell):
+            cell.metadata.setdefault("tags", []).append(SETUP)  # never on a page
+            changes.append("hidden cases removed from the page")
     if sync_footer(nb):
         changes.append("licence footer")
     if nb.metadata.get("kernelspec") != KERNELSPEC:

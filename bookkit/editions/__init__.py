@@ -14,7 +14,8 @@ PDF                       ``bookkit.editions.pdf``                 ``make pdf``
 ========================  =======================================  ===================
 
 ``python -m bookkit.editions [--check]`` writes (or checks) the committed editions: the
-Colab editions of every page in ``colab/``, and of every chapter in ``colab/student/``.
+Colab editions of every page in ``colab/``, of every chapter in ``colab/student/``, and
+every chapter's released hand-out in ``colab/handouts/``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bookkit.notebook import read
 
 def main(argv: list[str] | None = None) -> int:
     from bookkit.editions.colab import write_editions
+    from bookkit.editions.handouts import write_handouts
 
     parser = argparse.ArgumentParser(description="Write the committed editions.")
     parser.add_argument(
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     stale = write_editions({p: read(p) for p in page_paths()}, check=args.check)
+    stale += write_handouts(check=args.check)
     if stale and args.check:
         print("Editions are stale; run `make sync`:")
         print("\n".join("  " + s for s in stale))

@@ -52,6 +52,7 @@ from pybtex.database import parse_file
 from bookkit.chapters import chapter
 from bookkit.config import site_url
 from bookkit.notebook import (
+    NOTEBOOK_NAME,
     SOLUTION,
     clear_outputs,
     link_edition,
@@ -212,8 +213,12 @@ def figure_options(cell: nbformat.NotebookNode) -> dict:
 
 
 def page_number(path: Path) -> int | None:
-    """A chapter's number; None for a guide (an unnumbered page)."""
-    return chapter(path.stem).number
+    """A chapter's number; None for a guide (an unnumbered page). A notebook outside
+    the table of contents (a test's) is numbered by its name."""
+    try:
+        return chapter(path.stem).number
+    except KeyError:
+        return int(path.name[:2]) if NOTEBOOK_NAME.match(path.name) else None
 
 
 def numbered(chapter_number: int | None, count: int) -> str:
@@ -577,7 +582,8 @@ def write_editions(
                 if not check:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
-    for extra in sorted(set(COLAB.rglob("*.ipynb")) - wanted):
+    made = set(COLAB.glob("*.ipynb")) | set(COLAB_STUDENT.glob("*.ipynb"))
+    for extra in sorted(made - wanted):
         stale.append(f"{extra.relative_to(ROOT)}: no chapter of that name")
         if not check:
             extra.unlink()

@@ -26,7 +26,7 @@ from sphinx.config import Config
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import docname_join
 
-from bookkit.notebook import SETUP, SOLUTION
+from bookkit.notebook import HIDDEN_CASES, SETUP, SOLUTION
 
 
 def _configure(app: Sphinx, config: Config) -> None:
@@ -42,7 +42,7 @@ def _hide(app: Sphinx, docname: str, source: list[str]) -> None:
     notebook = json.loads(source[0])
     for cell in notebook["cells"]:
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-        if SOLUTION in tags and SETUP not in tags:
+        if {SOLUTION, HIDDEN_CASES} & set(tags) and SETUP not in tags:
             tags.append(SETUP)
     source[0] = json.dumps(notebook)
 

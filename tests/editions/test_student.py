@@ -28,6 +28,7 @@ from bookkit.notebook import (
     CHECK,
     SOLUTION,
     STUDENT_NOTE_MARK,
+    is_solution,
     read,
     student_notebook,
     tags,
@@ -135,7 +136,7 @@ def student_runs(student_dir: Path) -> StudentRuns:
 def test_student_version_drops_solutions_only(path: Path, student_dir: Path) -> None:
     original = read(path)
     student = read(student_dir / path.name)
-    assert not [k for k, c in enumerate(student.cells) if SOLUTION in tags(c)]
+    assert not [k for k, c in enumerate(student.cells) if is_solution(c)]
     for k, cell in enumerate(student.cells):
         for marker in ("{solution}", "{solution-start}", "{solution-end}"):
             assert marker not in cell.source, (
@@ -148,7 +149,7 @@ def test_student_version_drops_solutions_only(path: Path, student_dir: Path) -> 
     assert STUDENT_NOTE_MARK in student.cells[1].source, (
         "the student note must follow the title"
     )
-    kept = [c.source for c in original.cells if SOLUTION not in tags(c)]
+    kept = [c.source for c in original.cells if not is_solution(c)]
     assert [title] + [c.source for c in student.cells[2:]] == kept, (
         "cells other than solutions were changed, dropped or reordered"
     )
@@ -230,15 +231,15 @@ def test_every_check_follows_a_stub_and_its_solution(path: Path) -> None:
     for k in check_cells(nb):
         between = nb.cells[previous:k]
         where = f"{path.name}, exercise-check cell {k} ({source_head(nb.cells[k])!r})"
-        assert SOLUTION in tags(nb.cells[k - 1]), (
-            f"{where}: the cell before it must be a solution cell"
+        assert is_solution(nb.cells[k - 1]), (
+            f"{where}: the cell before it must be a solution (or its hidden cases)"
         )
         assert any(
             c.cell_type == "code" and SOLUTION in tags(c) for c in between
         ), f"{where}: no solution code cell before it"
         assert any(
             c.cell_type == "code"
-            and SOLUTION not in tags(c)
+            and not is_solution(c)
             and STUB.search(c.source)
             for c in between
         ), f"{where}: no stub raising NotImplementedError before it"

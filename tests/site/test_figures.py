@@ -23,6 +23,7 @@ import nbformat
 import pytest
 import yaml
 
+from bookkit.config import book_config
 from bookkit.paths import ROOT
 
 pytestmark = pytest.mark.site  # builds a (small) book: `make test`, not `make check`
@@ -90,16 +91,14 @@ def fixture_notebook() -> nbformat.NotebookNode:
 
 
 def fixture_config() -> dict:
-    """The project's _config.yml, without execution, pointed at the project's files."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    """The project's _config.yml, without execution, pointed at the project's files
+    (its extensions are the installed bookkit's, found from any folder)."""
+    config = yaml.safe_load(yaml.safe_dump(book_config()))  # a copy
     config["execute"]["execute_notebooks"] = "off"
     config["bibtex_bibfiles"] = [str(ROOT / "book" / "references.bib")]
     config["logo"] = str(ROOT / "book" / "assets" / "logo.svg")
     config["html"]["favicon"] = str(ROOT / "book" / "assets" / "favicon.png")
     sphinx = config["sphinx"]
-    sphinx["local_extensions"] = {
-        name: str(ROOT / path) for name, path in sphinx["local_extensions"].items()
-    }
     sphinx["config"]["html_static_path"] = [
         str(ROOT / p) for p in sphinx["config"]["html_static_path"]
     ]

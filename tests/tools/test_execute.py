@@ -43,7 +43,7 @@ def test_an_executed_notebook_is_what_the_build_finds_in_the_cache(tmp_path) -> 
 def test_export_writes_executed_notebooks_with_outputs(tmp_path, monkeypatch) -> None:
     """What the build's jupyter_execute/ must hold: outputs and execution counts."""
     path = tiny_notebook(tmp_path / "01_ok.ipynb", "print('from the cache')")
-    monkeypatch.setattr(execute_notebooks, "notebook_paths", lambda: [path])
+    monkeypatch.setattr(execute_notebooks, "page_paths", lambda: [path])
     cache = get_cache(tmp_path / ".jupyter_cache")
     out = tmp_path / "jupyter_execute"
     assert execute_notebooks.export(cache, out) == 1  # not executed yet: reported

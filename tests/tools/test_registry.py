@@ -60,7 +60,9 @@ def dummy_chapter(number: int) -> nbformat.NotebookNode:
         md(f"# A dummy chapter\n\n*It only proves the machinery.*\n\n{BADGE_MARK}"),
         md("**Learning objectives.** None."),
         code("", metadata={"tags": [SETUP]}),
-        code("def twice(x: float) -> float:\n    \"\"\"2x.\"\"\"\n    return 2 * x",
+        code("def twice(x: float) -> float:\n    \"\"\"2x.\"\"\"\n    return 2 * x\n\n\n"
+             "def check_thrice(f) -> None:\n    assert f(2) == 6\n"
+             "    print('All 1 checks passed.')",
              metadata={"tags": ["export"]}),
         md("## Exercises"),
         md(f"````{{exercise}} {number}.1 · Thrice\n:label: ex-{number}-thrice\n\n"
@@ -71,7 +73,7 @@ def dummy_chapter(number: int) -> nbformat.NotebookNode:
         code("def thrice(x):\n    return 3 * x  # the dummy's secret answer",
              metadata={"tags": ["solution"]}),
         md("```{solution-end}\n```", metadata={"tags": ["solution"]}),
-        code("assert thrice(2) == 6", metadata={"tags": ["exercise-check"]}),
+        code("check_thrice(thrice)", metadata={"tags": ["exercise-check"]}),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["book"] = {"budget_seconds": 90}

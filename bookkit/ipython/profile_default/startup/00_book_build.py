@@ -1,8 +1,9 @@
-"""Start-up of the book build's kernels: what only the static website needs.
+"""Start-up of the book build's kernels: what only the static website needs, and the
+snapshot a grading kernel takes.
 
 Runs before a notebook's first cell when IPYTHONDIR points at bookkit/ipython (the
-Makefile exports it for build, tests and bench). Colab and a learner's Jupyter never run
-it.
+Makefile exports it for build, tests, bench and grading). Colab and a learner's Jupyter
+never run it.
 """
 
 import hashlib
@@ -70,3 +71,16 @@ def _lower_priority() -> None:
 
 _lower_priority()
 del _lower_priority
+
+
+def _grading_snapshot() -> None:
+    """BOOK_GRADING=1 (bookkit/autograde.py's kernels): record the modules the exercise
+    checks rely on before the submission's first cell runs (bookkit/guard.py)."""
+    if os.environ.get("BOOK_GRADING") == "1":
+        import bookkit.guard
+
+        bookkit.guard.snapshot()
+
+
+_grading_snapshot()
+del _grading_snapshot

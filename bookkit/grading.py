@@ -1,0 +1,184 @@
+"""Inside a grading kernel: one coding exercise graded case by case.
+
+A hand-out's check cell (``bookkit.editions.handouts``) carries, in nbgrader's
+hidden-test block that no student ever sees, the chapter's own solution as a reference
+and, where the chapter has one, a generator of hidden cases. At grading it calls
+:func:`grade`, which
+
+1. restores the modules the checks rely on (``bookkit.guard``) — the notebook has run
+   the submission by now;
+2. runs the visible check on the reference, to count its cases (they must all pass);
+3. runs the visible check on the submission with every case run, not only up to the
+   first failure (``ExerciseCheck.keep_going``), and counts the cases passed;
+4. calls the submission and the reference on the hidden cases (random inputs drawn with
+   a fixed seed) and counts the agreements;
+5. restores the modules again: a submission that patched one while it was called scores
+   nothing;
+6. prints one line ``BOOK-SCORE: visible k/N hidden h/H`` that ``bookkit.autograde``
+   turns into points, and raises the first failure (so nbgrader's feedback names it).
+
+Only answers that are right in general pass the hidden cases: a submission that looks up
+the visible inputs passes the visible check and fails the hidden cases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import random
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from bookkit import guard
+
+SCORE = "BOOK-SCORE: "
+
+
+def as_float_array(value: object) -> np.ndarray | None:
+    """A tensor, array, number or nested list as float64 numpy; None if it is not
+    numeric (a dict, a string, ...)."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu()
+        if str(value.dtype) == "torch.bfloat16":
+            value = value.float()
+        value = value.numpy()
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+    if array.dtype.kind not in "biuf":
+        return None
+    return array.astype(np.float64)
+
+
+def unit_roundoff(value: object) -> float:
+    """The unit roundoff of a value's floating dtype (float64 for Python numbers)."""
+    name = str(getattr(value, "dtype", "float64")).removeprefix("torch.")
+    return {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}.get(
+        name, 2.0**-53
+    )
+
+
+def agree(got: object, want: object, roundings: int = 16) -> bool:
+    """Whether an answer agrees with the reference: the same structure, equal
+    non-numeric parts, and numbers within 16 unit roundoffs of the less precise side
+    times the reference's largest magnitude (the rule of the chapters' checks)."""
+    if isinstance(want, dict):
+        return (
+            isinstance(got, dict)
+            and set(got) == set(want)
+            and all(agree(got[k], want[k], roundings) for k in want)
+        )
+    if isinstance(want, (tuple, list)) and not _numeric_list(want):
+        return (
+            isinstance(got, (tuple, list))
+            and len(got) == len(want)
+            and all(agree(g, w, roundings) for g, w in zip(got, want, strict=True))
+        )
+    want_array, got_array = as_float_array(want), as_float_array(got)
+    if want_array is None or got_array is None:
+        return got == want
+    if want_array.shape != got_array.shape:
+        return False
+    u = max(unit_roundoff(got), unit_roundoff(want))
+    scale = max(1.0, float(np.max(np.abs(want_array), initial=0.0)))
+    gap = np.abs(got_array - want_array)
+    both_nan = np.isnan(got_array) & np.isnan(want_array)
+    return bool(np.all((gap <= roundings * u * scale) | both_nan))
+
+
+def _numeric_list(value: Iterable) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+
+
+def run_check(check: Callable, candidate: Callable, keep_going: bool) -> tuple[
+    int, int, str
+]:
+    """(cases passed, cases run, first failure) of a visible check on a candidate."""
+    exercise_check = check.__globals__["ExerciseCheck"]
+    exercise_check.keep_going = keep_going
+    exercise_check.last = None
+    failure = ""
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            check(candidate)
+        except NotImplementedError as error:
+            failure = f"NotImplementedError: {error}"
+        except AssertionError as error:
+            failure = str(error)
+        except Exception as error:  # noqa: BLE001 - the submission's own error
+            failure = f"{type(error).__name__}: {error}"
+        finally:
+            exercise_check.keep_going = False
+    last = exercise_check.last
+    passed = last.passed if last is not None else 0
+    failed = len(last.failures) if last is not None else 0
+    return passed, passed + failed, failure
+
+
+def run_hidden(candidate: Callable, reference: Callable,
+               cases: Iterable[tuple[tuple, dict]]) -> tuple[int, int, str]:
+    """(agreements, cases, first disagreement) of candidate and reference."""
+    agreed, total, first = 0, 0, ""
+    for args, kwargs in cases:
+        total += 1
+        want = reference(*args, **kwargs)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                got = candidate(*args, **kwargs)
+        except NotImplementedError as error:
+            return 0, total, f"NotImplementedError: {error}"
+        except Exception as error:  # noqa: BLE001 - the submission's own error
+            first = first or f"hidden case {total}: {type(error).__name__}: {error}"
+            continue
+        if agree(got, want):
+            agreed += 1
+        elif not first:
+            first = (f"hidden case {total}: your answer differs from the reference on "
+                     "an input the visible checks do not use")
+    return agreed, total, first
+
+
+def grade(check: Callable, candidate: Callable, reference: Callable,
+          hidden: Callable[[random.Random], Iterable[tuple[tuple, dict]]] | None = None,
+          seed: int = 0) -> None:
+    """Grade one exercise (see the module docstring); print the score line, raise
+    the first failure."""
+    guard.restore()
+    total = run_check(check, reference, keep_going=False)
+    if total[2] or total[0] == 0:
+        raise RuntimeError(f"the reference solution fails its own check: {total[2]}")
+    cases = total[0]
+    passed, _, failure = run_check(check, candidate, keep_going=True)
+    agreed, hidden_total, hidden_failure = 0, 0, ""
+    if hidden is not None:
+        rng = random.Random(seed)
+        agreed, hidden_total, hidden_failure = run_hidden(
+            candidate, reference, list(hidden(rng))
+        )
+    tampered = guard.restore()
+    if tampered:
+        passed = agreed = 0
+        failure = failure or "a library was patched while the checks ran"
+    print(f"{SCORE}visible {passed}/{cases} hidden {agreed}/{hidden_total}")
+    message = failure or hidden_failure
+    if message.startswith("NotImplementedError: "):  # the stub: not attempted
+        raise NotImplementedError(message.removeprefix("NotImplementedError: "))
+    if message:
+        raise AssertionError(message)
+
+
+def points(line: str, weight: float, hidden_share: float) -> float:
+    """Points from a score line: the visible cases' share of the weight and the hidden
+    cases' share (``hidden_share`` of it when there are hidden cases)."""
+    parts = line.removeprefix(SCORE).split()
+    values = dict(zip(parts[::2], parts[1::2], strict=True))
+    visible = [int(x) for x in values["visible"].split("/")]
+    hidden = [int(x) for x in values["hidden"].split("/")]
+    share = hidden_share if hidden[1] else 0.0
+    got = (1 - share) * visible[0] / max(visible[1], 1)
+    if hidden[1]:
+        got += share * hidden[0] / hidden[1]
+    return math.floor(weight * got * 100 + 1e-9) / 100

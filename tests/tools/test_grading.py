@@ -1,0 +1,162 @@
+"""The grading machinery, without a kernel: the guard (bookkit.guard), the comparison
+and scoring of bookkit.grading, the course model read from the instructor page
+(bookkit.course). The end-to-end grading of real submissions is
+tests/editions/test_autograde.py."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import random
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from bookkit import grading, guard
+from bookkit.chapters import chapters
+from bookkit.course import course_exercises
+from bookkit.editions.handouts import exercises
+from bookkit.notebook import read
+from bookkit.testing import load_chapter
+
+ExerciseCheck = load_chapter(1).ExerciseCheck
+
+
+@pytest.fixture
+def snapshot():
+    guard.snapshot()
+    yield
+    guard.restore(report=False)
+    guard._SNAPSHOT.clear()
+
+
+def test_guard_puts_back_what_a_submission_replaced(snapshot, capsys) -> None:
+    real_all, real_abs, real_allclose = np.all, builtins.abs, torch.allclose
+    np.all = lambda *a, **k: True
+    builtins.abs = lambda v: 0.0
+    del math.pi
+    torch.Tensor.allclose = lambda *a, **k: True
+    try:
+        assert sorted(guard.changes()) == [
+            "builtins.abs replaced", "math.pi deleted", "numpy.all replaced",
+            "torch.Tensor.allclose replaced"]
+        found = guard.restore()
+    finally:
+        math.pi = math.pi if hasattr(math, "pi") else 3.141592653589793
+    assert np.all is real_all and builtins.abs is real_abs
+    assert math.pi == 3.141592653589793 and guard.changes() == []
+    assert torch.allclose is real_allclose and "allclose" not in vars(torch.Tensor)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [guard.MARK + line for line in found]
+    assert "numpy.all replaced" in found
+
+
+def test_guard_ignores_what_was_added(snapshot) -> None:
+    np.book_probe = 1  # new names do not change what the checks call
+    try:
+        assert guard.changes() == []
+    finally:
+        del np.book_probe
+
+
+def test_agree_follows_the_checks_rounding_rule() -> None:
+    want = np.array([1.0, -2.0, 3.0])
+    assert grading.agree(want.astype(np.float32), want)  # float32: 16 u of float32
+    assert not grading.agree(want + 1e-3, want)
+    assert not grading.agree(want[:2], want)  # shape
+    assert grading.agree({"a": 1, "b": [1.0, 2.0]}, {"a": 1, "b": [1.0, 2.0]})
+    assert not grading.agree({"a": 1}, {"a": 1, "b": 2})
+    assert grading.agree(("x", torch.tensor([1.0])), ("x", np.array([1.0])))
+    assert not grading.agree("linear", "yarn")
+    assert grading.agree(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]))
+
+
+def test_points_share_visible_and_hidden_cases() -> None:
+    line = grading.SCORE + "visible 3/4 hidden 5/10"
+    expected = 20 * (0.5 * 0.75 + 0.5 * 0.5)
+    assert grading.points(line, 20.0, 0.5) == pytest.approx(expected)
+    no_hidden = grading.SCORE + "visible 3/4 hidden 0/0"
+    assert grading.points(no_hidden, 20.0, 0.5) == 15.0
+    assert grading.points(grading.SCORE + "visible 0/4 hidden 0/0", 20.0, 0.5) == 0.0
+
+
+def test_hidden_cases_compare_with_the_reference() -> None:
+    cases = [((np.arange(d, dtype=float),), {}) for d in (2, 3, 4)]
+    right = grading.run_hidden(lambda x: 2 * x, lambda x: x + x, cases)
+    assert right == (3, 3, "")
+    agreed, total, first = grading.run_hidden(
+        lambda x: 2 * x if len(x) < 4 else x, lambda x: 2 * x, cases)
+    assert (agreed, total) == (2, 3) and first.startswith("hidden case 3")
+    raises = grading.run_hidden(lambda x: 1 / 0, lambda x: x, cases)
+    assert raises[0] == 0 and "ZeroDivisionError" in raises[2]
+
+
+def check_double(candidate) -> None:
+    """A check of the book's kind: four cases, then done()."""
+    check = ExerciseCheck("Exercise 0.1")
+    for x in (1.0, 2.0, 3.0, 4.0):
+        check.close(f"x = {x}", str(x), candidate(x), 2 * x)
+    check.done()
+
+
+check_double.__globals__["ExerciseCheck"] = ExerciseCheck
+
+
+def test_keep_going_counts_every_case(capsys) -> None:
+    """A learner's run stops at the first failure; a grader's counts every case."""
+    wrong_on_two = lambda x: 2 * x if x not in (2.0, 3.0) else 0.0  # noqa: E731
+    with pytest.raises(AssertionError, match="case x = 2.0"):
+        check_double(wrong_on_two)
+    assert ExerciseCheck.last.passed == 1
+    assert grading.run_check(check_double, wrong_on_two, keep_going=True)[:2] == (2, 4)
+    assert ExerciseCheck.keep_going is False, "reset after grading"
+    passed, cases, failure = grading.run_check(check_double, lambda x: 2 * x, False)
+    assert (passed, cases, failure) == (4, 4, "")
+
+
+def test_grade_prints_the_score_and_raises_the_first_failure(snapshot, capsys) -> None:
+    def hidden(rng: random.Random):
+        return [((rng.uniform(-5, 5),), {}) for _ in range(6)]
+
+    grading.grade(check_double, lambda x: x + x, lambda x: 2 * x, hidden)
+    assert grading.SCORE + "visible 4/4 hidden 6/6" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="case x = 3.0"):
+        grading.grade(check_double, lambda x: 2 * x if x != 3.0 else 0.0,
+                      lambda x: 2 * x, hidden)
+    assert grading.SCORE + "visible 3/4 hidden 6/6" in capsys.readouterr().out
+
+    def patching(x):
+        np.all = lambda *a, **k: True  # while the check calls it
+        return 2 * x
+
+    with pytest.raises(AssertionError, match="patched"):
+        grading.grade(check_double, patching, lambda x: 2 * x, hidden)
+    out = capsys.readouterr().out
+    assert grading.SCORE + "visible 0/4 hidden 0/6" in out
+    assert guard.MARK + "numpy.all replaced" in out
+
+
+def test_the_instructor_page_gives_every_exercise_its_weight() -> None:
+    """Every exercise of every chapter has a row (kind, minutes) on the instructor
+    page, and every written one a rubric row."""
+    table = course_exercises()
+    for chapter in chapters():
+        text = "\n".join(c.source for c in read(chapter.path).cells)
+        numbers = re.findall(r"\{exercise(?:-start)?\} (\d+\.\d+) ·", text)
+        for number in numbers:
+            assert number in table, f"Exercise {number}: no row on the instructor page"
+        checked = {e.number for e in exercises(read(chapter.path), chapter.name)}
+        for number in numbers:
+            exercise = table[number]
+            if number in checked:
+                assert "code" in exercise.kind, f"{number}: a check, but not code"
+            if exercise.written:
+                assert exercise.rubric_points, f"Exercise {number}: no rubric row"
+
+
+def test_shares_add_up() -> None:
+    for exercise in course_exercises().values():
+        for checked in (False, True):
+            assert sum(exercise.shares(checked).values()) == pytest.approx(1.0)
