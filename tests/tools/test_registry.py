@@ -60,7 +60,8 @@ def dummy_chapter(number: int) -> nbformat.NotebookNode:
         md(f"# A dummy chapter\n\n*It only proves the machinery.*\n\n{BADGE_MARK}"),
         md("**Learning objectives.** None."),
         code("", metadata={"tags": [SETUP]}),
-        code("def twice(x: float) -> float:\n    \"\"\"2x.\"\"\"\n    return 2 * x\n\n\n"
+        code("def twice(x: float) -> float:\n    \"\"\"2x.\"\"\"\n"
+             "    return 2 * x\n\n\n"
              "def check_thrice(f) -> None:\n    assert f(2) == 6\n"
              "    print('All 1 checks passed.')",
              metadata={"tags": ["export"]}),
