@@ -13,7 +13,9 @@ text.
     (``sec-05-complex-form``), optionally followed by ``| a note`` (MyST inline
     markup). It renders a numbered list, each entry linked with its chapter and section
     number, title and minutes, then the total. ``:budget: 60`` makes a total above 60
-    minutes a build warning (and so an error under ``-W``).
+    minutes a build warning (and so an error under ``-W``); ``:all-pages:`` lists every
+    chapter and guide of the registry, in the order of the table of contents (the whole
+    book, which then never misses a new page).
 
 The chapter card (a transform on every notebook page)
     Under the title of every chapter and guide: its reading time (main text), its run
@@ -45,6 +47,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from bookkit.chapters import chapter as registry_page
+from bookkit.chapters import pages as registry_pages
 from bookkit.measure import prose_stats
 from bookkit.notebook import BADGE_MARK, read
 
@@ -210,13 +213,19 @@ def notebook_docs(env) -> dict[str, Path]:
 
 class ReadingPath(SphinxDirective):
     has_content = True
-    option_spec = {"budget": directives.positive_int}
+    option_spec = {"budget": directives.positive_int, "all-pages": directives.flag}
+
+    def lines(self) -> list[str]:
+        """The targets: the directive's lines, or with ``:all-pages:`` every page."""
+        if "all-pages" in self.options:
+            return [f"notebooks/{page.stem}" for page in registry_pages()]
+        return list(self.content)
 
     def run(self) -> list[nodes.Node]:
         notebooks = notebook_docs(self.env)
         path_node = reading_path(classes=[PATH_CLASS])
         total = 0
-        for offset, line in enumerate(self.content):
+        for offset, line in enumerate(self.lines()):
             if not line.strip():
                 continue
             lineno = self.content_offset + offset + 1

@@ -58,6 +58,10 @@ notebooks/01_fixture#setting-out
 sec-01-labelled
 ```
 
+```{reading-path}
+:all-pages:
+```
+
 (reading-rule)=
 ## The rule
 
@@ -130,7 +134,9 @@ def text(fragment: str) -> str:
 
 def test_the_path_lists_titles_numbers_links_and_minutes(book: Path) -> None:
     page = (book / "_build" / "html" / "intro.html").read_text()
-    items = re.findall(r"<li><p>(.*?)</p>\s*</li>", page, re.S)
+    lists = re.findall(r'<ol class="[^"]*reading-path">(.*?)</ol>', page, re.S)
+    assert len(lists) == 2
+    items = re.findall(r"<li><p>(.*?)</p>\s*</li>", lists[0], re.S)
     minutes = expected_minutes(book)
     # by construction: 250 words and 48 lines -> 2.5 + 2 + 1 equation = 5.5 -> 6 min
     assert minutes["setting-out"] == 6 and minutes["labelled"] == 5
@@ -144,10 +150,16 @@ def test_the_path_lists_titles_numbers_links_and_minutes(book: Path) -> None:
     assert 'href="notebooks/01_fixture.html#setting-out"' in items[1]
     assert 'href="notebooks/01_fixture.html#a-labelled-section-r-m"' in items[2]
     total = sum(minutes[k] for k in ("guide", "setting-out", "labelled"))
-    found = re.search(r'<p class="reading-path-total">(.*?)</p>', page, re.S)
-    assert found and text(found[1]) == (
-        f"Total: {total} min by the book's reading-time rule.")
-    assert 'href="#reading-rule"' in found[1]
+    totals = re.findall(r'<p class="reading-path-total">(.*?)</p>', page, re.S)
+    assert text(totals[0]) == f"Total: {total} min by the book's reading-time rule."
+    assert 'href="#reading-rule"' in totals[0]
+    # :all-pages: lists the registry's pages in the order of the table of contents
+    every = re.findall(r"<li><p>(.*?)</p>\s*</li>", lists[1], re.S)
+    assert [text(i) for i in every] == [
+        f"A guide ({minutes['guide']} min)",
+        f"Chapter 1: Fixture chapter ({minutes['chapter']} min)"]
+    assert text(totals[1]).startswith(
+        f"Total: {minutes['guide'] + minutes['chapter']} min")
 
 
 def test_every_notebook_page_shows_its_card(book: Path) -> None:
