@@ -30,16 +30,32 @@ of the main text takes
 minutes: prose at 100 words a minute, code at 24 lines a minute (2.5 s a line),
 a minute to read each figure against its caption and each displayed equation
 with pen and paper. ``reading_minutes`` computes it; ``--minutes`` prints it.
+
+**Sections** (``section_stats``, ``--sections``): the same counts per heading, for the
+reading paths of the introduction (``bookkit/sphinx/reading_paths.py``). A section runs
+from its heading to the next heading of the same or a higher level, its subsections
+included. Headings are found as MyST finds them (not inside code fences, math or
+directives), with the id the site gives their section (its anchor, as in
+``05_deriving_rope.html#many-planes-the-rope-matrix-r-m``) and the ``(label)=``
+targets written just before them.
 """
 from __future__ import annotations
 
+import functools
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from docutils.nodes import fully_normalize_name, make_id
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
 
 from bookkit.chapters import page_paths
+from bookkit.config import book_config
 from bookkit.licence import FOOTER_ID
 from bookkit.notebook import HIDE_INPUT, REMOVE_INPUT, SETUP
 
@@ -183,12 +199,178 @@ def reading_minutes(stats: dict[str, int], main: bool = True) -> int:
     return round(minutes)
 
 
+# Sections ------------------------------------------------------------------------
+
+COUNTS = ("words", "prose", "lines", "figures", "equations")
+INLINE_TEXT = ("text", "code_inline", "math_inline", "math_inline_double")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One heading of a notebook and what a reader reads under it."""
+
+    level: int  # 1 for the title (#), 2 for ##, ...
+    title: str  # the heading's source text, markup included
+    anchor: str | None  # the section's id on the site; None if it cannot be predicted
+    labels: tuple[str, ...]  # the (label)= targets written just before the heading
+    stats: dict[str, int] = field(compare=False)  # KEYS, subsections included
+    index: int = 0  # place among the notebook's headings
+
+
+def myst_extensions() -> frozenset[str]:
+    """The MyST extensions of the book's ``_config.yml``."""
+    parse = book_config().get("parse") or {}
+    return frozenset(parse.get("myst_enable_extensions") or ())
+
+
+@functools.cache
+def _markdown_parser(extensions: frozenset[str]) -> MarkdownIt:
+    config = MdParserConfig(enable_extensions=set(extensions))
+    return create_md_parser(config, RendererHTML)
+
+
+def heading_anchor(inline_children: list) -> str:
+    """The id docutils gives a section, from its heading's inline tokens: the heading
+    as text (math as its LaTeX source, code without backticks, a role as its text),
+    normalised by ``docutils.nodes.make_id``: "Many planes: the RoPE matrix $R_m$"
+    becomes ``many-planes-the-rope-matrix-r-m``."""
+    parts = []
+    for token in inline_children:
+        if token.type in INLINE_TEXT:
+            parts.append(token.content)
+        elif token.type == "myst_role":  # {doc}`Chapter 3 <03_x>` reads "Chapter 3"
+            parts.append(re.sub(r"\s*<[^<>]*>$", "", token.content))
+        elif token.type == "softbreak":
+            parts.append(" ")
+    return make_id(fully_normalize_name("".join(parts)))
+
+
+def split_markdown(text: str, extensions: frozenset[str] | None = None
+                   ) -> list[tuple[tuple[int, str, str, tuple[str, ...]] | None, str]]:
+    """Cut one markdown cell at its headings.
+
+    Returns ``(heading, chunk)`` pairs in order: the text before the first heading
+    with ``heading`` None, then one pair per heading, ``heading = (level, title,
+    anchor, labels)``, the chunk running from the heading (and the ``(label)=``
+    targets directly before it) to the next heading. Only the headings MyST makes
+    sections of count: a ``#`` inside a code fence, math or a directive is text."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    if extensions is None:
+        extensions = myst_extensions()
+    tokens = _markdown_parser(frozenset(extensions)).parse(text)
+    lines = text.splitlines(keepends=True)
+    starts: list[tuple[int, tuple[int, str, str, tuple[str, ...]]]] = []
+    pending: list[tuple[int, str]] = []  # (first line, label) of targets just seen
+    for k, token in enumerate(tokens):
+        if token.level != 0:
+            continue
+        if token.type == "myst_target":
+            pending.append((token.map[0], token.content.strip()))
+        elif token.type == "heading_open":
+            inline = tokens[k + 1]
+            heading = (int(token.tag[1]), inline.content.strip(),
+                       heading_anchor(inline.children or []),
+                       tuple(label for _, label in pending))
+            starts.append((pending[0][0] if pending else token.map[0], heading))
+            pending = []
+        elif not token.type.endswith("_close"):
+            pending = []
+    first = starts[0][0] if starts else len(lines)
+    pieces: list[tuple[tuple[int, str, str, tuple[str, ...]] | None, str]] = [
+        (None, "".join(lines[:first]))]
+    for n, (line, heading) in enumerate(starts):
+        stop = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        pieces.append((heading, "".join(lines[line:stop])))
+    return pieces
+
+
+def _cell_counts(cell: nbformat.NotebookNode, text: str | None = None) -> dict:
+    """The five counts of a code cell, or of (a piece of) a markdown cell."""
+    if cell.cell_type == "markdown":
+        text = cell.source if text is None else text
+        return {"words": len(text.split()), "prose": markdown_words(text),
+                "lines": 0, "figures": 0, "equations": display_equations(text)}
+    return {"words": 0, "prose": 0, "lines": visible_lines(cell),
+            "figures": int(is_figure(cell)), "equations": 0}
+
+
+def section_stats(path: Path, extensions: frozenset[str] | None = None
+                  ) -> list[Section]:
+    """Every heading of a notebook with the counts of its section (subsections
+    included), in order. ``extensions`` defaults to the book's MyST extensions. A
+    heading whose anchor repeats an earlier one gets ``anchor`` None (docutils numbers
+    such ids ``id1``, ``id2``, ...): target it by a ``(label)=`` instead."""
+    extensions = myst_extensions() if extensions is None else extensions
+    nb = nbformat.read(path, as_version=4)
+    heads: list[tuple[int, str, str | None, tuple[str, ...]]] = []
+    segments: list[dict[str, int]] = [dict.fromkeys(KEYS, 0)]  # [0]: before any heading
+    used: set[str] = set()
+    in_main = True
+
+    def add(counts: dict[str, int]) -> None:
+        for key, value in counts.items():
+            segments[-1][key] += value
+            if in_main:
+                segments[-1][key + "_main"] += value
+
+    for cell in nb.cells:
+        if cell.get("id") == FOOTER_ID:
+            continue
+        if cell.cell_type != "markdown":
+            add(_cell_counts(cell))
+            continue
+        for heading, chunk in split_markdown(cell.source, extensions):
+            if heading is not None:
+                level, title, anchor, labels = heading
+                if level == 2 and re.match(r"Exercises\b", title):
+                    in_main = False
+                heads.append((level, title, None if anchor in used else anchor,
+                              labels))
+                used.add(anchor)
+                segments.append(dict.fromkeys(KEYS, 0))
+            add(_cell_counts(cell, chunk))
+    sections = []
+    for n, (level, title, anchor, labels) in enumerate(heads):
+        stats = dict.fromkeys(KEYS, 0)
+        end = n + 1
+        while end < len(heads) and heads[end][0] > level:
+            end += 1
+        for segment in segments[n + 1:end + 1]:
+            for key in KEYS:
+                stats[key] += segment[key]
+        sections.append(Section(level, title, anchor, labels, stats, n))
+    return sections
+
+
+def find_section(sections: list[Section], key: str) -> Section:
+    """The section with this anchor or ``(label)=`` target."""
+    for section in sections:
+        if key == section.anchor or key in section.labels:
+            return section
+    known = [s.anchor for s in sections if s.anchor] + [
+        label for s in sections for label in s.labels]
+    raise KeyError(f"no heading with the anchor or label {key!r}; known: {known}")
+
+
 def main(argv: list[str]) -> None:
     """Print the table for the given notebooks (default: every chapter); with
-    ``--minutes``, the reading-time columns of the schedule instead."""
+    ``--minutes``, the reading-time columns of the schedule instead; with
+    ``--sections``, every heading's anchor and reading time."""
     minutes = "--minutes" in argv
-    argv = [a for a in argv if a != "--minutes"]
+    by_section = "--sections" in argv
+    argv = [a for a in argv if a not in ("--minutes", "--sections")]
     paths = [Path(a) for a in argv] or page_paths()
+    if by_section:
+        print("| page | section | anchor | reading time |")
+        for path in paths:
+            for sec in section_stats(path):
+                anchor = sec.anchor or ""
+                if sec.labels:
+                    anchor += f" ({', '.join(sec.labels)})"
+                print(f"| {path.stem} | {'#' * sec.level} {sec.title} | {anchor} | "
+                      f"{reading_minutes(sec.stats, main=False)} min |")
+        return
     if minutes:
         print("| chapter | words | code lines | figures | equations | reading time |")
         for path in paths:

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from markdown_it import MarkdownIt
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import notebook_paths, page_paths
 from bookkit.editions.colab import (
     Book,
     Converter,
@@ -25,7 +25,8 @@ from bookkit.notebook import read, tags
 from bookkit.paths import COLAB, ROOT
 
 CHAPTERS = notebook_paths()
-EDITIONS = [COLAB / p.name for p in CHAPTERS] + [
+PAGES = page_paths()  # chapters and guides: a guide has a Colab edition, no student one
+EDITIONS = [COLAB / p.name for p in PAGES] + [
     COLAB / "student" / p.name for p in CHAPTERS
 ]
 MYST = re.compile(
@@ -37,7 +38,7 @@ MYST = re.compile(
 
 
 def test_editions_are_up_to_date() -> None:
-    stale = write_editions({p: read(p) for p in CHAPTERS}, check=True)
+    stale = write_editions({p: read(p) for p in PAGES}, check=True)
     assert not stale, f"run `make sync`: {stale}"
 
 
