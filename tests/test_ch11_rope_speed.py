@@ -909,3 +909,19 @@ def test_transformers_rope_path_names_the_python_body(monkeypatch):
 
     monkeypatch.setattr(ch, "apply_rotary_pos_emb", Wrapped())
     assert "a Wrapped object" in ch.transformers_rope_path()
+
+
+def test_pass_costs_runs_on_the_threads_asked_and_restores_them(monkeypatch):
+    seen = []
+    timer = ch.time_calls
+
+    def watching(calls, repeats, warmup):
+        seen.append(torch.get_num_threads())
+        return timer(calls, repeats, warmup)
+
+    monkeypatch.setattr(ch, "time_calls", watching)
+    before = torch.get_num_threads()
+    ch.pass_costs((1, 1, 4, 4), repeats=1, warmup=0, threads=1)
+    assert seen == [1] and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads"):
+        ch.pass_costs((1, 1, 4, 4), threads=0)
