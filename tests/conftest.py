@@ -1,7 +1,9 @@
 """Shared fixtures (the built site) and the markers that group tests by what they need.
 
-Paths come from tools/paths.py (``BOOK_BUILD_DIR`` moves the build); pytest.ini puts
-tools/ and tests/ on the import path.
+Paths come from ``bookkit.paths`` (``BOOK_BUILD_DIR`` moves the build). The tests are
+grouped by what they test: ``chapters/`` (one file per chapter: its functions, its
+exercise checks, its editions' chapter-specific checks), ``editions/``, ``site/``,
+``pages/`` (the prose pages) and ``tools/`` (the machinery).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from paths import BUILD, EXECUTED, ROOT, SITE  # noqa: F401 - re-exported to the tests
+from bookkit.paths import SITE
 
 # Timing is not what the property tests check: on a loaded 2-core machine hypothesis's
 # default 200 ms deadline per example fails at random.

@@ -8,7 +8,7 @@
    or animate) and moves plotly's drawn control along; using plotly's control moves
    the native one. The modebar's buttons are already <button>s in plotly.js 4.
    Loaded after plotly.min.js on the pages that draw a figure
-   (tools/sphinx_ext/plotly_js.py); tests/test_site.py drives it with the keyboard. */
+   (bookkit/sphinx/plotly_js.py); tests/test_site.py drives it with the keyboard. */
 (function () {
   "use strict";
   var COMMANDS = ["restyle", "relayout", "update", "animate"];

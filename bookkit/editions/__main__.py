@@ -1,0 +1,5 @@
+import sys
+
+from bookkit.editions import main
+
+sys.exit(main())
