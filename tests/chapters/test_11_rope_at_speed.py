@@ -220,9 +220,12 @@ def compiled():
     return ch.compile_rope_kernel()
 
 
-# Forced below the CPU's own level, inductor may emit wrong code (Chapter 11 leaves
-# such a kernel out); only at the CPU's own level is the compiler's output held to the
-# bound here.
+# With ATEN_CPU_CAPABILITY forced below the CPU's own level, inductor's on-disk FX graph
+# cache (shared across processes, keyed without that variable) can serve a kernel generated
+# for the CPU's own vector width: it then fails to build, or computes garbage (checked by
+# hand: with a fresh TORCHINDUCTOR_CACHE_DIR, or TORCHINDUCTOR_FX_GRAPH_CACHE=0, both
+# forced levels compile and agree bit for bit). Chapter 11 leaves such a kernel out; only
+# at the CPU's own level is the compiler's output held to the bound here.
 FORCED_CAPABILITY = "ATEN_CPU_CAPABILITY" in os.environ
 
 
@@ -259,7 +262,7 @@ def test_a_failing_compiler_leaves_the_kernel_out_quietly(capsys):
     assert captured.err == "" and captured.out == ""  # nothing printed
     q, k = random_qk(4, 1, 2, 1, 5, 8)
     names = [c.name for c in ch.rope_candidates(q, k, compiled=result.kernel)]
-    assert ch.COMPILED not in names and len(names) == 5
+    assert ch.COMPILED not in names and len(names) == 6
     bench = ch.rope_benchmark((1, 2, 5, 8), repeats=1, warmup=0, compiled=None)
     assert ch.COMPILED not in {r.name for r in bench.rows} and not bench.excluded
 
@@ -453,24 +456,27 @@ def test_rope_tolerance_by_hand():
 # --- verification and the harness -------------------------------------------------------
 
 
-def test_candidates_are_the_seven_ways():
+def test_candidates_are_the_eight_ways():
     q, k = random_qk(1, 1, 2, 2, 4, 6)
     candidates = ch.rope_candidates(q, k, compiled=ch.rope_qk_kernel)  # a stand-in
     names = [c.name for c in candidates]
-    assert names[0] == ch.TRANSFORMERS and len(names) == 6 == len(set(names))
+    assert names[0] == ch.TRANSFORMERS and len(names) == 7 == len(set(names))
     flags = {c.name: (c.exact, c.out_of_place, c.layout, c.ours, c.own_tables)
              for c in candidates}
     assert flags[ch.TRANSFORMERS] == (True, True, "halves", False, False)
     assert flags["Ch. 6 apply_rope_halves"] == (False, True, "halves", True, True)
     assert flags["rope_complex_meta (interleaved)"] == (
         False, True, "interleaved", True, False)
+    assert flags["rope_complex_meta + conversions"] == (
+        False, True, "halves", True, False)
     assert flags["rope_qk_into (out=, no allocation)"] == (
         True, False, "halves", True, False)
     assert flags[ch.COMPILED] == (ch.contraction_off(), True, "halves", True, False)
-    assert len(ch.rope_candidates(q, k)) == 5  # no compiled kernel given
+    assert len(ch.rope_candidates(q, k)) == 6  # no compiled kernel given
     reference = ch.rope_candidates(q, k)[0].run()
     expected = {ch.TRANSFORMERS: "exact", "Ch. 6 apply_rope_halves": "4u+tables",
-                "rope_complex_meta (interleaved)": "4u"}
+                "rope_complex_meta (interleaved)": "4u",
+                "rope_complex_meta + conversions": "4u"}
     for c in candidates:
         assert ch.verify_candidate(c, q, k, reference) == expected.get(c.name, "exact")
     qb, kb = q.to(torch.bfloat16), k.to(torch.bfloat16)
@@ -600,12 +606,13 @@ def test_rope_benchmark_verifies_then_times_on_a_tiny_shape():
                                compiled=ch.rope_qk_kernel)  # an eager stand-in
     rows = result.rows
     names = [r.name for r in rows]
-    assert names[:3] == [ch.CLONE, ch.COPY, ch.TRANSFORMERS] and len(rows) == 8
+    assert names[:3] == [ch.CLONE, ch.COPY, ch.TRANSFORMERS] and len(rows) == 9
     assert rows[0].ratio == rows[0].low == rows[0].high == 1.0
     assert rows[0].check == rows[1].check == "bound" and not result.excluded
     checks = {r.name: r.check for r in rows}
     assert checks[ch.COMPILED] == ("exact" if ch.contraction_off() else "4u")
     assert checks["rope_complex_meta (interleaved)"] == "4u"
+    assert checks["rope_complex_meta + conversions"] == "4u"
     assert checks["Ch. 6 apply_rope_halves"] == "4u+tables"
     assert all(0 < r.low <= r.ratio <= r.high for r in rows)
 
@@ -820,6 +827,100 @@ def test_triton_rope_in_the_interpreter_matches_transformers():
     with pytest.raises(ValueError, match="shape"):
         rope(q, cos[:3], sin)
 
+
+# --- what one pass costs, the compiled kernel's controls, transformers' path ----------
+
+
+def test_pass_costs_lists_each_operation_with_its_traffic():
+    costs = ch.pass_costs((1, 2, 6, 8), torch.float32, repeats=3, warmup=0)
+    # traffic counted here, in tensors the size of x read or written once
+    assert [(c.name, c.traffic) for c in costs] == [
+        ("x.clone()", 2), ("x * cos, whole tensors", 2), ("x + y, whole tensors", 3),
+        ("-x2, x2 a strided half-view", 1), ("cat of two halves", 2),
+        ("x1 * cos, x1 a strided half-view", 1), ("x1 * cos, x1 a contiguous half", 1),
+        ("x1 - x2, contiguous halves", 1.5),
+    ]
+    assert costs[0].used_by == "the bound" and costs[0].ratios == [1.0, 1.0, 1.0]
+    assert all(len(c.ratios) == 3 and min(c.ratios) > 0 for c in costs)
+    assert ch.pass_costs((1, 1, 4, 4), torch.bfloat16, repeats=1, warmup=0)[0].ratios == [1.0]
+
+
+def test_ratio_text_is_median_and_range():
+    assert ch.ratio_text([1.5, 1.0, 3.25]) == "1.50x [1.00-3.25]"
+
+
+def test_rope_qk_no_tables_by_hand():
+    q, k = random_qk(5, 1, 2, 1, 3, 4)
+    got_q, got_k = ch.rope_qk_no_tables(q, k)
+    for x, got in ((q, got_q), (k, got_k)):
+        first, second = x[..., :2], x[..., 2:]
+        # the same two products and sum per element, written out: equal bit for bit
+        want = torch.cat((first * 0.5 + second * 0.25, second * 0.5 + first * 0.25), -1)
+        assert torch.equal(got, want)
+
+
+def test_compiled_controls_with_an_exact_stand_in():
+    q, k = random_qk(6, 1, 2, 2, 5, 8)
+    cos, sin = ch.rope_tables(5, 8)
+    ratios, left_out = ch.compiled_controls(
+        q, k, cos, sin, ch.rope_qk_kernel, compiler=lambda f, **options: f,
+        repeats=2, warmup=0,
+    )
+    assert not left_out
+    assert list(ratios) == [
+        ch.CLONE, "compiled copy (dynamic shapes)", "kernel without tables, this shape only",
+        "kernel, this shape only (dynamic=False)", "the kernel (dynamic shapes)",
+    ]
+    assert ratios[ch.CLONE] == [1.0, 1.0] and all(len(r) == 2 for r in ratios.values())
+
+
+def test_compiled_controls_leave_out_failures_and_wrong_results():
+    q, k = random_qk(7, 1, 2, 2, 5, 8)
+    cos, sin = ch.rope_tables(5, 8)
+
+    def flaky(function, **options):
+        if function is ch.rope_qk_kernel:
+            raise RuntimeError("InvalidCxxCompiler: No working C++ compiler found")
+        if function is ch.rope_qk_no_tables:
+            return function
+        return lambda *args: tuple(t + 1 for t in function(*args))  # a wrong copy
+
+    ratios, left_out = ch.compiled_controls(q, k, cos, sin, ch.rope_qk_kernel,
+                                            compiler=flaky, repeats=1, warmup=0)
+    assert set(left_out) == {"compiled copy (dynamic shapes)",
+                             "kernel, this shape only (dynamic=False)"}
+    assert left_out["kernel, this shape only (dynamic=False)"].startswith(
+        "RuntimeError: InvalidCxxCompiler")
+    assert "differs" in left_out["compiled copy (dynamic shapes)"]
+    assert set(ratios) == {ch.CLONE, "kernel without tables, this shape only",
+                           "the kernel (dynamic shapes)"}
+
+
+def test_transformers_rope_path_names_the_python_body(monkeypatch):
+    assert "its own Python body" in ch.transformers_rope_path()
+
+    class Wrapped:
+        def __call__(self, *args):
+            return args
+
+    monkeypatch.setattr(ch, "apply_rotary_pos_emb", Wrapped())
+    assert "a Wrapped object" in ch.transformers_rope_path()
+
+
+def test_pass_costs_runs_on_the_threads_asked_and_restores_them(monkeypatch):
+    seen = []
+    timer = ch.time_calls
+
+    def watching(calls, repeats, warmup):
+        seen.append(torch.get_num_threads())
+        return timer(calls, repeats, warmup)
+
+    monkeypatch.setattr(ch, "time_calls", watching)
+    before = torch.get_num_threads()
+    ch.pass_costs((1, 1, 4, 4), repeats=1, warmup=0, threads=1)
+    assert seen == [1] and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads"):
+        ch.pass_costs((1, 1, 4, 4), threads=0)
 
 # ------------------------------------------------------ exercise checks
 

@@ -1049,6 +1049,51 @@ def test_decode_expected_values_are_the_full_pass() -> None:
                               rtol=0)
 
 
+# --- Station 5: YaRN's factor in the tables or in the softmax scale -----------------
+
+
+@pytest.mark.parametrize(
+    ("factor", "mscale", "expected"),
+    [(40.0, 1.0, 0.1 * math.log(40.0) + 1.0), (4.0, 0.707, 0.0707 * math.log(4.0) + 1.0),
+     (1.0, 1.0, 1.0), (0.5, 1.0, 1.0)],
+)
+def test_yarn_mscale_by_hand(factor, mscale, expected) -> None:
+    assert math.isclose(CH.yarn_mscale(factor, mscale), expected, rel_tol=1e-15)
+
+
+def test_yarn_mscale_rejects_a_non_positive_factor() -> None:
+    with pytest.raises(ValueError, match="factor"):
+        CH.yarn_mscale(0.0)
+
+
+@pytest.mark.parametrize(("mscale", "mscale_all_dim"), [(1.0, 1.0), (0.707, 0.707),
+                                                         (1.0, 0.707)])
+def test_tiny_deepseek_v3_puts_the_factor_where_transformers_says(
+    mscale, mscale_all_dim
+) -> None:
+    """Tables scaled by g(s, mu) / g(s, mu_all), softmax scale by g(s, mu_all)**2: both
+    computed here from the formula, and the tables' factor from transformers' YaRN rule."""
+    rope = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+            "original_max_position_embeddings": 4096, "mscale": mscale,
+            "mscale_all_dim": mscale_all_dim}
+    model = CH.tiny_deepseek_v3(rope)
+    g = lambda mu: 0.1 * mu * math.log(40.0) + 1.0  # noqa: E731
+    assert model.config.max_position_embeddings == 40 * 4096
+    assert math.isclose(model.rotary_emb.attention_scaling, g(mscale) / g(mscale_all_dim),
+                        rel_tol=1e-12)
+    _, factor = ROPE_INIT_FUNCTIONS["yarn"](model.config)
+    assert math.isclose(factor, model.rotary_emb.attention_scaling, rel_tol=1e-15)
+    scaling = model.layers[1].self_attn.scaling
+    assert math.isclose(scaling, 48**-0.5 * g(mscale_all_dim) ** 2, rel_tol=1e-12)
+    # the same seed gives the same weights: the helper is deterministic
+    again = CH.tiny_deepseek_v3(rope)
+    assert torch.equal(model.embed_tokens.weight, again.embed_tokens.weight)
+
+
+def test_tiny_deepseek_v3_rejects_rope_parameters_without_a_factor() -> None:
+    with pytest.raises(ValueError, match="factor"):
+        CH.tiny_deepseek_v3({"rope_type": "default", "rope_theta": 10000.0})
+
 # ------------------------------------------------------ exercise checks
 
 
