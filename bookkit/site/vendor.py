@@ -35,6 +35,7 @@ from pathlib import Path
 
 import mathjax
 import plotly
+import sphinx
 
 from bookkit.paths import ROOT, VENDOR
 
@@ -165,10 +166,31 @@ def copy_plotly(dest: Path) -> None:
         shutil.copy2(full, dest / "plotly.min.js")
 
 
+# Sphinx's search drops every query term made of digits only; the book's readers search
+# for numbers (8192, 10000). The site serves Sphinx's own searchtools.js without that
+# rule (html_static_path overrides the theme's file of the same name).
+NUMERIC_RULE = (
+    "stopwords.indexOf(queryTermLower) !== -1 ||\n        queryTerm.match(/^\\d+$/)"
+)
+
+
+def searchtools_with_numbers() -> str:
+    """Sphinx's searchtools.js (BSD licence), searching numbers too."""
+    source = Path(sphinx.__file__).parent / "themes" / "basic" / "static"
+    text = (source / "searchtools.js").read_text()
+    if NUMERIC_RULE not in text:
+        raise ValueError(
+            "Sphinx's searchtools.js changed: update NUMERIC_RULE in "
+            f"{__file__} (the rule that drops numeric query terms)"
+        )
+    return text.replace(NUMERIC_RULE, "stopwords.indexOf(queryTermLower) !== -1")
+
+
 def main() -> None:
     shutil.rmtree(VENDOR, ignore_errors=True)
     copy_mathjax(VENDOR / "mathjax")
     copy_plotly(VENDOR)
+    (VENDOR / "searchtools.js").write_text(searchtools_with_numbers())
     try:  # the browser test's accessibility engine, fetched now so tests run offline
         axe_source()
     except OSError as error:

@@ -66,6 +66,10 @@ DOM_PROBE = """() => {
     math_nodes: q('.math, span.math, div.math').length,
     mjx: q('mjx-container').length,
     mjx_errors: q('mjx-merror').length,
+    // The text of the typeset math (MathJax's assistive MathML): a backslash there is
+    // TeX that MathJax printed instead of typesetting (\\_ inside \text{...}).
+    math_backslashes: q('mjx-assistive-mml').map(m => m.textContent)
+      .filter(t => t.includes('\\')).slice(0, 5),
     raw_tex: /\\\\\\(|\\\\\\[|\\$\\$/.test(
       q('article').map(a => a.innerText).join(' ')),
     images: q('article img').map(i => ({src: i.getAttribute('src').slice(0, 80),
@@ -324,6 +328,10 @@ def test_math_renders(reports) -> None:
     assert with_math, "no page contains math: the probe is broken"
     for r in with_math:
         assert r.dom["mjx"] > 0, f"{r.path}: math present but MathJax rendered nothing"
+        assert not r.dom["math_backslashes"], (
+            f"{r.path}: TeX printed literally in rendered math: "
+            f"{r.dom['math_backslashes']} (e.g. \\_ inside \\text{{...}}: use \\mathtt)"
+        )
         assert r.dom["mjx_errors"] == 0, (
             f"{r.path}: {r.dom['mjx_errors']} MathJax errors"
         )
