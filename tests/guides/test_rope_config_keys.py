@@ -174,3 +174,22 @@ def test_small_llama_shape():
     config = g.small_llama(rope_parameters={"rope_type": "linear", "factor": 2.0})
     assert config.head_dim == 64
     assert LlamaRotaryEmbedding(config).inv_freq.shape == (32,)
+
+
+def test_transformers_warnings_whatever_the_verbosity():
+    library = logging.getLogger("transformers")
+    level = library.level
+    library.setLevel(logging.ERROR)  # what TRANSFORMERS_VERBOSITY=error does
+    try:
+        with g.transformers_warnings() as logged:
+            LlamaConfig(
+                hidden_size=128,
+                num_attention_heads=2,
+                rope_parameters={"rope_type": "linear", "factor": 0.25},
+            )
+        assert library.level == logging.ERROR
+    finally:
+        library.setLevel(level)
+    assert logged == [
+        "`rope_parameters`'s factor field must be a float or int >= 1, got 0.25"
+    ]

@@ -8,6 +8,7 @@ transformers accepts silently and stops the rest, every time."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 
 import pytest
@@ -281,3 +282,16 @@ def test_strict_rope_config_stops_every_time(rope, message, repeat):
 def test_strict_rope_config_needs_a_model_type():
     with pytest.raises(ValueError, match="model_type"):
         g.strict_rope_config({"hidden_size": 64})
+
+
+def test_strict_rope_config_stops_whatever_the_verbosity():
+    library = logging.getLogger("transformers")
+    level = library.level
+    library.setLevel(logging.ERROR)  # what TRANSFORMERS_VERBOSITY=error does
+    try:
+        rope = {"rope_type": "linear", "rope_theta": 1e4, "factor": 2.0, "fatcor": 1}
+        with pytest.raises(ValueError, match="Unrecognized keys"):
+            g.strict_rope_config(dict(GOOD, rope_parameters=rope))
+        assert library.level == logging.ERROR
+    finally:
+        library.setLevel(level)
