@@ -516,6 +516,38 @@ def test_trig_code_error_bounds_float64_cosines_and_sines() -> None:
     assert ch.trig_code_error(10, 100.0) < ch.trig_code_error(1000, 100.0)
 
 
+def test_trig_code_error_is_the_stated_bound() -> None:
+    """(ln b + 9) u m + 4u: the angle's roundings, then 2 ulp of cos or sin."""
+    u = 2.0**-53
+    exact = pytest.approx(((np.log(100.0) + 9) * 10 + 4) * u, rel=1e-12, abs=0)
+    assert ch.trig_code_error(10, 100.0) == exact
+    default_base = pytest.approx((np.log(1e4) + 13) * u, rel=1e-12, abs=0)
+    assert ch.trig_code_error(1) == default_base
+
+
+def test_neighbours_kept_with_equal_and_zero_gaps() -> None:
+    assert ch.neighbours_kept(np.zeros((5, 2)), np.ones((5, 2)))  # both gaps 0
+    codes = np.arange(12.0).reshape(6, 2)
+    assert ch.neighbours_kept(codes, codes + 7.0, entry_error=0.0)
+
+
+def test_logit_test_bound_holds_for_codes_off_by_entry_error() -> None:
+    """Codes whose exact logits are relative, perturbed by up to e per entry: the spread
+    stays within the bound computed with entry_error = e, and the bound is not vacuous
+    (within a factor 100 of the spread)."""
+    d, T, e = 16, 24, 1e-6
+    rng = np.random.default_rng(11)
+    angles = np.arange(T)[:, None] * 100.0 ** (-np.arange(0, d, 2) / d)
+    rotary = np.empty((T, d))
+    rotary[:, 0::2], rotary[:, 1::2] = np.cos(angles), np.sin(angles)
+    for codes, is_rotary in ((rotary, True), (np.full((T, d), 0.3), False)):
+        noisy = codes + e * rng.choice([-1.0, 1.0], size=codes.shape)
+        spread, bound = ch.logit_test(noisy, rotary=is_rotary, entry_error=e)
+        assert spread <= bound < 100 * spread
+    default = ch.logit_test(rotary, rotary=True)
+    assert default == ch.logit_test(rotary, rotary=True, entry_error=0.0)
+
+
 def test_turn_pairs_against_explicit_rotations() -> None:
     rng = np.random.default_rng(4)
     v, angles = rng.standard_normal(6), rng.uniform(-9, 9, size=(5, 3))
@@ -655,11 +687,15 @@ def test_score_thresholds_and_the_d3_note() -> None:
     assert not ch.score(base | {"drift": 1e-3})["D1"]
     assert ch.score(base | {"drift": 1e-3, "drift_bound": 1e-3})["D1"]
     assert not ch.score(base | {"parameters": 5})["D5"]
+    assert not ch.score(base | {"grid_shift": 1e-6})["D5"]
+    assert ch.score(base | {"grid_shift": 9e-7})["D5"]
     logits = {"logit_spread": 2e-9, "logit_bound": 1e-9}
     assert not ch.score(base | logits)["logits"]
     assert ch.score(base | logits | {"logit_bound": 2e-9})["logits"]
     # a bare excursion (Chapter 10's grid codes): its size as a fraction of the range
     assert ch._d3_note(base | {"excursion": 3.0049}) == "up to 300% beyond the trained range"
+    assert ch._d3_note(base | {"excursion": 0.015}) == "up to 2% beyond the trained range"
+    assert ch._d3_note(base | {"excursion": 0.0099}) == "in range"
     assert ch._d3_note(base | {"gap_ok": False}) == (
         "in range, neighbours closer than in training")
     # measure_code's counts: coordinates out of range and the distance from the box

@@ -313,6 +313,11 @@ def test_a_reflection_family_is_relative_but_not_a_rotation():
 def test_isometry_powers_and_random_matrices_reject_bad_input():
     with pytest.raises(ValueError, match="orthogonal or unitary"):
         ch.isometry_powers(2 * np.eye(3), 4)
+    with pytest.raises(ValueError, match="orthogonal or unitary"):
+        ch.isometry_powers((1 + 1e-8) * np.eye(3), 4)  # off by far more than rounding
+    assert ch.isometry_powers(np.diag([1.0, -1.0]) * (1 + 1e-13), 2).shape == (2, 2, 2)
+    default = ch.random_orthogonal(3, np.random.default_rng(1))  # det = 1 by default
+    assert np.isclose(np.linalg.det(default), 1.0)
     with pytest.raises(ValueError, match="square"):
         ch.isometry_powers(np.ones((2, 3)), 4)
     with pytest.raises(ValueError, match="non-negative integer"):
