@@ -487,9 +487,109 @@ def test_coordinate_excursions_hand_computed() -> None:
 
 def test_neighbours_kept_allows_rounding_not_a_smaller_gap() -> None:
     train = np.arange(10.0)[:, None]
-    assert ch.neighbours_kept(train, train + 100)  # the same gaps
-    assert ch.neighbours_kept(train, (train + 100) * (1 - 1e-12))  # rounding-size change
+    assert ch.neighbours_kept(train, train + 100)  # the same gaps, exactly
+    # entries off by up to e move a gap by up to 2 e: allowed when entry_error says so
+    wobble = (train + 100) + 1e-10 * (-1.0) ** np.arange(10)[:, None]
+    assert ch.neighbours_kept(train, wobble, entry_error=1e-10)
+    assert not ch.neighbours_kept(train, wobble)  # exact codes: no such slack
     assert not ch.neighbours_kept(train, (train + 100) / 2)  # halved, like m/T at 2T
+    assert not ch.neighbours_kept(train, (train + 100) / 2, entry_error=1e-3)
+
+
+def test_trig_code_error_bounds_float64_cosines_and_sines() -> None:
+    """The entries of a float64 sinusoidal table against 40-digit values (mpmath)."""
+    import mpmath
+
+    mpmath.mp.dps = 40
+    d, base, T = 64, 10000.0, 1024
+    table = sinusoidal(T, d, base)
+    bound = ch.trig_code_error(T, base)
+    worst = 0.0
+    for m in (1, 7, 255, 511, 777, 1023):
+        for j in (0, 1, 2, 3, 30, 31, 62, 63):
+            angle = m * mpmath.power(base, -mpmath.mpf(2 * (j // 2)) / d)
+            exact = mpmath.cos(angle) if j % 2 else mpmath.sin(angle)
+            worst = max(worst, abs(float(table[m, j] - exact)))
+    assert worst <= bound < 5e-12
+    assert ch.trig_code_error(10, 100.0) < ch.trig_code_error(1000, 100.0)
+
+
+def test_trig_code_error_is_the_stated_bound() -> None:
+    """(ln b + 9) u m + 4u: the angle's roundings, then 2 ulp of cos or sin."""
+    u = 2.0**-53
+    exact = pytest.approx(((np.log(100.0) + 9) * 10 + 4) * u, rel=1e-12, abs=0)
+    assert ch.trig_code_error(10, 100.0) == exact
+    default_base = pytest.approx((np.log(1e4) + 13) * u, rel=1e-12, abs=0)
+    assert ch.trig_code_error(1) == default_base
+
+
+def test_neighbours_kept_with_equal_and_zero_gaps() -> None:
+    assert ch.neighbours_kept(np.zeros((5, 2)), np.ones((5, 2)))  # both gaps 0
+    codes = np.arange(12.0).reshape(6, 2)
+    assert ch.neighbours_kept(codes, codes + 7.0, entry_error=0.0)
+
+
+def test_logit_test_bound_holds_for_codes_off_by_entry_error() -> None:
+    """Codes whose exact logits are relative, perturbed by up to e per entry: the spread
+    stays within the bound computed with entry_error = e, and the bound is not vacuous
+    (within a factor 100 of the spread)."""
+    d, T, e = 16, 24, 1e-6
+    rng = np.random.default_rng(11)
+    angles = np.arange(T)[:, None] * 100.0 ** (-np.arange(0, d, 2) / d)
+    rotary = np.empty((T, d))
+    rotary[:, 0::2], rotary[:, 1::2] = np.cos(angles), np.sin(angles)
+    for codes, is_rotary in ((rotary, True), (np.full((T, d), 0.3), False)):
+        noisy = codes + e * rng.choice([-1.0, 1.0], size=codes.shape)
+        spread, bound = ch.logit_test(noisy, rotary=is_rotary, entry_error=e)
+        assert spread <= bound < 100 * spread
+    default = ch.logit_test(rotary, rotary=True)
+    assert default == ch.logit_test(rotary, rotary=True, entry_error=0.0)
+
+
+def test_turn_pairs_against_explicit_rotations() -> None:
+    rng = np.random.default_rng(4)
+    v, angles = rng.standard_normal(6), rng.uniform(-9, 9, size=(5, 3))
+    codes = np.empty((5, 6))
+    codes[:, 0::2], codes[:, 1::2] = np.cos(angles), np.sin(angles)
+    turned = ch.turn_pairs(v, codes)
+    for m in range(5):
+        for i in range(3):
+            c, s = np.cos(angles[m, i]), np.sin(angles[m, i])
+            a, b = v[2 * i], v[2 * i + 1]
+            assert turned[m, 2 * i] == pytest.approx(a * c - b * s, abs=1e-14)
+            assert turned[m, 2 * i + 1] == pytest.approx(a * s + b * c, abs=1e-14)
+
+
+def test_box_distance_hand_computed() -> None:
+    train = np.array([[0.0, 0.0], [3.0, 4.0]])  # box [0, 3] x [0, 4], largest norm 5
+    assert ch.box_distance(train, [[1.0, 2.0]]) == 0.0  # inside
+    assert ch.box_distance(train, [[6.0, 8.0], [1.0, 1.0]]) == pytest.approx(5 / 5)
+    assert ch.box_distance(train, [[-1.0, 2.0]]) == pytest.approx(1 / 5)
+
+
+def test_logit_test_separates_rotary_from_additive_codes() -> None:
+    d, T = 16, 24
+    angles = np.arange(T)[:, None] * 100.0 ** (-np.arange(0, d, 2) / d)
+    rotary = np.empty((T, d))
+    rotary[:, 0::2], rotary[:, 1::2] = np.cos(angles), np.sin(angles)
+    e = ch.trig_code_error(T, 100.0)
+    spread, bound = ch.logit_test(rotary, rotary=True, entry_error=e)
+    assert spread <= bound < 1e-10  # relative logits, up to rounding
+    spread, bound = ch.logit_test(sinusoidal(T, d, 100.0), rotary=False, entry_error=e)
+    assert spread > 1e6 * bound  # the cross terms see absolute positions
+    # an additive code that is the same at every position is relative: logits are equal
+    spread, bound = ch.logit_test(np.ones((T, d)), rotary=False)
+    assert spread <= bound
+    # the rotary logits by an independent computation: q^T R_(n - m) k per plane
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(d)
+    W_q, W_k = rng.normal(0.0, d**-0.5, size=(2, d, d))
+    q, k = W_q @ x, W_k @ x
+    qc, kc = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
+    theta = 100.0 ** (-np.arange(0, d, 2) / d)
+    logit_3_1 = (qc * np.conj(kc) * np.exp(1j * 2 * theta)).real.sum()
+    Q, K = ch.turn_pairs(q, rotary), ch.turn_pairs(k, rotary)
+    assert (Q @ K.T)[3, 1] == pytest.approx(logit_3_1, abs=1e-12)
 
 
 def test_measure_code_and_score_of_an_integer_and_a_sinusoidal_code() -> None:
@@ -498,17 +598,53 @@ def test_measure_code_and_score_of_an_integer_and_a_sinusoidal_code() -> None:
                               ch.broadcast_code(ch.integer_positions(32), d // 2), 0,
                               token_norm, train_len=64)
     assert integer["excursion"] == pytest.approx(64 / 63) and integer["gap_ok"]
+    assert integer["coordinates_out"] == d and integer["outside"] == pytest.approx(64 / 63)
     assert integer["scale"] == pytest.approx(63 * np.sqrt(d))
-    assert ch.score(integer) == {"D1": True, "D2": True, "D3": False, "D4": True, "D5": True}
+    assert ch.score(integer) == {"D1": True, "D2": True, "D3": False, "D4": True,
+                                 "D5": True, "logits": False}
     # slow planes: base 10000 with d = 8 has frequencies 1, 0.1, 0.01, 0.001; in 64
     # positions the last two turn less than once, so new positions leave their range
+    e = ch.trig_code_error(128)
     waves = ch.measure_code(lambda T: sinusoidal(T, d), sinusoidal(32, d // 2), 0,
-                            token_norm, train_len=64)
+                            token_norm, entry_error=e, train_len=64)
     table = sinusoidal(128, d)
     outside = ch.coordinate_excursions(table[:64], table[64:]) >= 0.01
     assert outside[:4].sum() == 0 and outside[4:].all()
+    assert waves["coordinates_out"] == 4 and waves["drift_bound"] == 2 * e
     assert waves["gap_ok"] and waves["shift"] < 1e-9 and waves["grid_shift"] < 1e-9
-    assert ch.score(waves) == {"D1": True, "D2": True, "D3": False, "D4": True, "D5": True}
+    assert ch.score(waves) == {"D1": True, "D2": True, "D3": False, "D4": True,
+                               "D5": True, "logits": False}
+
+
+def test_measure_code_of_a_rotary_code_measures_offsets() -> None:
+    """A rotary code: D3 on the offsets |Delta| < 2L against |Delta| < L, by hand."""
+    d, base, L = 8, 10000.0, 64
+
+    def rotary(T: int) -> np.ndarray:
+        angles = np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)
+        codes = np.empty((T, d))
+        codes[:, 0::2], codes[:, 1::2] = np.cos(angles), np.sin(angles)
+        return codes
+
+    e = ch.trig_code_error(2 * L, base)
+    m = ch.measure_code(rotary, rotary(32)[:, : d // 2], 0, 1.0, entry_error=e,
+                        rotary=True, train_len=L)
+    assert m["on_offsets"] and m["scale"] == 0.0
+    offsets_seen, offsets_new = np.arange(-(L - 1), L), np.arange(L, 2 * L)
+    theta = base ** (-np.arange(0, d, 2) / d)
+    seen = np.concatenate([np.cos(np.outer(offsets_seen, theta)),
+                           np.sin(np.outer(offsets_seen, theta))], axis=1)
+    offsets_new = np.concatenate([-offsets_new, offsets_new])
+    new = np.concatenate([np.cos(np.outer(offsets_new, theta)),
+                          np.sin(np.outer(offsets_new, theta))], axis=1)
+    expected = ch.coordinate_excursions(seen, new)  # columns in another order
+    assert m["coordinates_out"] == (expected >= 0.01).sum()
+    assert m["excursion"] == pytest.approx(expected.max(), rel=1e-9)
+    # plane 1 (theta = 0.1) sweeps +-6.3 rad over the trained offsets: a full circle
+    assert expected[[1, 5]].max() < 0.01
+    assert m["gap_ok"] and m["logit_spread"] <= m["logit_bound"]
+    assert ch.score(m) == {"D1": True, "D2": True, "D3": False, "D4": True, "D5": True,
+                           "logits": True}
 
 
 def test_measure_code_without_codes_past_the_table() -> None:
@@ -522,26 +658,57 @@ def test_measure_code_without_codes_past_the_table() -> None:
     m = ch.measure_code(lookup, None, table.size, 2.0, train_len=64)
     assert not m["has_code"] and np.isnan(m["excursion"]) and not m["gap_ok"]
     assert m["grid_shift"] == np.inf and m["parameters"] == 600 and m["drift"] == 0
-    assert ch.score(m) == {"D1": True, "D2": False, "D3": False, "D4": False, "D5": False}
+    assert ch.score(m) == {"D1": True, "D2": False, "D3": False, "D4": False, "D5": False,
+                           "logits": False}
     assert m["scale"] == pytest.approx(np.linalg.norm(table[63]) / 2)
+
+
+def test_distinct_codes_allow_for_rounding() -> None:
+    """Codes equal in exact arithmetic but rounded differently are not distinct."""
+    def periodic(T: int) -> np.ndarray:  # period 4: position 4 repeats position 0
+        angles = np.arange(T)[:, None] * np.array([np.pi / 2])
+        return np.concatenate([np.cos(angles), np.sin(angles)], axis=1)
+
+    m = ch.measure_code(periodic, None, 0, 1.0, entry_error=ch.trig_code_error(128),
+                        train_len=64)
+    assert not m["distinct"] and not ch.score(m)["D1"]
+    assert not np.array_equal(periodic(5)[0], periodic(5)[4])  # rounding differs
 
 
 def test_score_thresholds_and_the_d3_note() -> None:
     base = dict(distinct=True, drift=0.0, shift=0.0, has_code=True, excursion=0.0,
                 gap_ok=True, parameters=0, grid_shift=0.0, scale=1.0)
-    assert all(ch.score(base).values())
+    assert all(ch.score(base).values()) and "logits" not in ch.score(base)
     assert not ch.score(base | {"excursion": 0.01})["D3"]
     assert ch.score(base | {"excursion": 0.0099})["D3"]
     assert not ch.score(base | {"shift": 1e-6})["D2"]
     assert not ch.score(base | {"drift": 1e-3})["D1"]
+    assert ch.score(base | {"drift": 1e-3, "drift_bound": 1e-3})["D1"]
     assert not ch.score(base | {"parameters": 5})["D5"]
+    assert not ch.score(base | {"grid_shift": 1e-6})["D5"]
+    assert ch.score(base | {"grid_shift": 9e-7})["D5"]
+    logits = {"logit_spread": 2e-9, "logit_bound": 1e-9}
+    assert not ch.score(base | logits)["logits"]
+    assert ch.score(base | logits | {"logit_bound": 2e-9})["logits"]
+    # a bare excursion (Chapter 10's grid codes): its size as a fraction of the range
     assert ch._d3_note(base | {"excursion": 3.0049}) == "up to 300% beyond the trained range"
-    reason = base | {"excursion": 3.0, "d3_reason": "slow planes"}
-    assert ch._d3_note(reason) == "up to 300% beyond the trained range: slow planes"
+    assert ch._d3_note(base | {"excursion": 0.015}) == "up to 2% beyond the trained range"
+    assert ch._d3_note(base | {"excursion": 0.0099}) == "in range"
     assert ch._d3_note(base | {"gap_ok": False}) == (
         "in range, neighbours closer than in training")
-    html = ch.scorecard_html({"code": reason}, {"code": ch.score(reason)})
-    assert "✗ up to 300% beyond the trained range: slow planes" in html
+    # measure_code's counts: coordinates out of range and the distance from the box
+    counted = base | {"excursion": 3.0, "coordinates_out": 175, "width": 384,
+                      "outside": 0.4, "on_offsets": True, "d3_reason": "slow planes"}
+    note = "offsets: 175 of 384 coordinates out of range, new codes up to 40% of ‖p‖ outside"
+    assert ch._d3_note(counted) == note + ": slow planes"
+    assert ch._d3_note(counted | {"coordinates_out": 0, "d3_reason": ""}) == (
+        "offsets: in range")
+    row = counted | logits
+    html = ch.scorecard_html({"code": row}, {"code": ch.score(row)})
+    assert "✗ " + note + ": slow planes" in html and "✗ spread 2e-09" in html
+    row = row | {"logit_bound": 3e-9}
+    html = ch.scorecard_html({"code": row}, {"code": ch.score(row)})
+    assert "✓ spread within rounding" in html
 
 
 def test_error_note_hides_rounding_digits() -> None:

@@ -186,33 +186,6 @@ def test_hessian_cross_term_rejects_bad_shapes():
         ch.hessian_cross_term(P, np.full((4, 4), np.nan))
 
 
-# --- the operator route --------------------------------------------------------------------
-
-@settings(max_examples=20, deadline=None)
-@given(seed=seeds, size=st.integers(1, 6))
-def test_unitary_powers_give_relative_inner_products(seed, size):
-    rng = np.random.default_rng(seed)
-    U_1 = ch.random_unitary(size, rng)
-    assert np.allclose(U_1.conj().T @ U_1, np.eye(size))
-    U = ch.unitary_powers(U_1, 10)
-    z = rng.normal(size=size) + 1j * rng.normal(size=size)
-    w = rng.normal(size=size) + 1j * rng.normal(size=size)
-    G = ch.hermitian_inner((U @ z)[:, None, :], (U @ w)[None, :, :])
-    assert ch.diagonal_spread(G) < 1e-9  # float64: rounding near 1e-14
-    assert np.allclose(U[0], np.eye(size)) and np.allclose(U[1], U_1)
-
-
-def test_unitary_powers_rejects_bad_input():
-    with pytest.raises(ValueError, match="unitary"):
-        ch.unitary_powers(2 * np.eye(3), 4)
-    with pytest.raises(ValueError, match="square"):
-        ch.unitary_powers(np.ones((2, 3)), 4)
-    with pytest.raises(ValueError, match="non-negative integer"):
-        ch.unitary_powers(np.eye(2), -1)
-    with pytest.raises(ValueError, match="positive integer"):
-        ch.random_unitary(0, np.random.default_rng(0))
-
-
 # --- the Taylor-expansion lemma --------------------------------------------------------------
 
 def test_mixed_difference_matches_cross_hessian():
@@ -336,43 +309,6 @@ def test_diagonal_spread_below_and_above_the_diagonal():
     R = rng.normal(size=(5, 5))
     expected = max(np.abs(np.diagonal(R, k) - np.diagonal(R, k)[0]).max() for k in range(-4, 5))
     assert ch.diagonal_spread(R) == pytest.approx(expected)
-
-
-def test_unitary_powers_are_matrix_powers():
-    rng = np.random.default_rng(2)
-    Theta = ch.random_unitary(3, rng)
-    U = ch.unitary_powers(Theta, 6)
-    assert U.shape == (6, 3, 3)
-    for t in range(6):
-        assert np.allclose(U[t], np.linalg.matrix_power(Theta, t))
-    assert ch.unitary_powers(Theta, 0).shape == (0, 3, 3)
-    with pytest.raises(ValueError, match="non-negative integer"):
-        ch.unitary_powers(Theta, 2.0)
-
-
-def test_random_unitary_is_haar_distributed():
-    """Statistics with a known law under the Haar measure on U(k), from a seeded sample.
-
-    For Haar U in U(k): every entry has mean 0 and E[U_ij^2] = 0 (uniform phase);
-    |U_11|^2 ~ Beta(1, k - 1); E|tr U|^2 = 1 with Var |tr U|^2 = 1 (k >= 2). With N samples
-    a mean's standard error is at most sqrt(1/N); the bounds below are about 5 standard
-    errors, and the Kolmogorov-Smirnov p-value threshold is 1e-4.
-    """
-    from scipy import stats
-
-    k, N = 3, 3000
-    rng = np.random.default_rng(20261123)
-    samples = np.array([ch.random_unitary(k, rng) for _ in range(N)])
-    assert np.allclose(samples[0].conj().T @ samples[0], np.eye(k))
-    se = np.sqrt(1 / N)
-    assert np.abs(samples.mean(axis=0)).max() < 5 * se
-    assert np.abs((samples**2).mean(axis=0)).max() < 5 * se
-    trace = np.trace(samples, axis1=1, axis2=2)
-    assert abs(np.mean(np.abs(trace) ** 2) - 1) < 5 * se
-    p = stats.kstest(np.abs(samples[:, 0, 0]) ** 2, stats.beta(1, k - 1).cdf).pvalue
-    assert p > 1e-4
-    phases = np.angle(np.linalg.eigvals(samples).ravel())  # eigenphases: uniform marginal
-    assert stats.kstest(phases, stats.uniform(-np.pi, 2 * np.pi).cdf).pvalue > 1e-4
 
 
 def test_attention_readout_against_a_hand_written_head():

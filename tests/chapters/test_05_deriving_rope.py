@@ -267,6 +267,119 @@ def test_rope_logit_terms_default_base_with_rectangular_weights(seed, half, delt
         ch.rope_logit_terms(x_m, x_n, W_q, W_k[:-1], delta)
 
 
+
+# --- the operator route (moved here from Chapter 3) ------------------------------------------
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, size=st.integers(1, 6), det=st.sampled_from([1, -1]))
+def test_orthogonal_powers_give_relative_inner_products(seed, size, det):
+    rng = np.random.default_rng(seed)
+    step = ch.random_orthogonal(size, rng, det=det)
+    assert np.allclose(step.T @ step, np.eye(size))
+    assert np.isclose(np.linalg.det(step), det)
+    powers = ch.isometry_powers(step, 10)
+    y, y2 = rng.normal(size=(2, size))
+    G = (powers @ y) @ (powers @ y2).T  # <O^t y, O^s y'>
+    assert ch.diagonal_spread(G) < 1e-9  # float64: rounding near 1e-14
+    assert np.allclose(powers[0], np.eye(size)) and np.allclose(powers[3], step @ step @ step)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, size=st.integers(1, 6))
+def test_unitary_powers_give_relative_hermitian_products(seed, size):
+    rng = np.random.default_rng(seed)
+    U_1 = ch.random_unitary(size, rng)
+    assert np.allclose(U_1.conj().T @ U_1, np.eye(size))
+    U = ch.isometry_powers(U_1, 10)
+    z = rng.normal(size=size) + 1j * rng.normal(size=size)
+    w = rng.normal(size=size) + 1j * rng.normal(size=size)
+    G = np.sum((U @ z)[:, None, :] * np.conj(U @ w)[None, :, :], axis=-1)
+    assert ch.diagonal_spread(G) < 1e-9  # float64: rounding near 1e-14
+    assert np.allclose(U[0], np.eye(size)) and np.allclose(U[1], U_1)
+
+
+def test_a_reflection_family_is_relative_but_not_a_rotation():
+    """det O = -1: the real dot products are relative, the Hermitian products are not."""
+    reflection = np.diag([1.0, -1.0])  # complex conjugation of one pair
+    powers = ch.isometry_powers(reflection, 6)
+    q, k = np.array([0.3, 0.8]), np.array([-0.5, 0.2])
+    real = (powers @ q) @ (powers @ k).T
+    assert ch.diagonal_spread(real) == 0.0  # exact: products and sums of +-0.3 etc.
+    zq, zk = ch.real_to_complex(powers @ q)[:, 0], ch.real_to_complex(powers @ k)[:, 0]
+    assert ch.diagonal_spread(zq[:, None] * np.conj(zk)[None, :]) > 0.1
+
+
+def test_isometry_powers_and_random_matrices_reject_bad_input():
+    with pytest.raises(ValueError, match="orthogonal or unitary"):
+        ch.isometry_powers(2 * np.eye(3), 4)
+    with pytest.raises(ValueError, match="orthogonal or unitary"):
+        ch.isometry_powers((1 + 1e-8) * np.eye(3), 4)  # off by far more than rounding
+    assert ch.isometry_powers(np.diag([1.0, -1.0]) * (1 + 1e-13), 2).shape == (2, 2, 2)
+    default = ch.random_orthogonal(3, np.random.default_rng(1))  # det = 1 by default
+    assert np.isclose(np.linalg.det(default), 1.0)
+    with pytest.raises(ValueError, match="square"):
+        ch.isometry_powers(np.ones((2, 3)), 4)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        ch.isometry_powers(np.eye(2), -1)
+    with pytest.raises(ValueError, match="positive integer"):
+        ch.random_unitary(0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="positive integer"):
+        ch.random_orthogonal(0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="det must be 1 or -1"):
+        ch.random_orthogonal(3, np.random.default_rng(0), det=2)
+
+
+def test_isometry_powers_are_matrix_powers():
+    rng = np.random.default_rng(2)
+    Theta = ch.random_unitary(3, rng)
+    U = ch.isometry_powers(Theta, 6)
+    assert U.shape == (6, 3, 3)
+    for t in range(6):
+        assert np.allclose(U[t], np.linalg.matrix_power(Theta, t))
+    assert ch.isometry_powers(Theta, 0).shape == (0, 3, 3)
+    with pytest.raises(ValueError, match="non-negative integer"):
+        ch.isometry_powers(Theta, 2.0)
+
+
+def test_random_unitary_is_haar_distributed():
+    """Statistics with a known law under the Haar measure on U(k), from a seeded sample.
+
+    For Haar U in U(k): every entry has mean 0 and E[U_ij^2] = 0 (uniform phase);
+    |U_11|^2 ~ Beta(1, k - 1); E|tr U|^2 = 1 with Var |tr U|^2 = 1 (k >= 2). With N samples
+    a mean's standard error is at most sqrt(1/N); the bounds below are about 5 standard
+    errors, and the Kolmogorov-Smirnov p-value threshold is 1e-4.
+    """
+    from scipy import stats
+
+    k, N = 3, 3000
+    rng = np.random.default_rng(20261123)
+    samples = np.array([ch.random_unitary(k, rng) for _ in range(N)])
+    assert np.allclose(samples[0].conj().T @ samples[0], np.eye(k))
+    se = np.sqrt(1 / N)
+    assert np.abs(samples.mean(axis=0)).max() < 5 * se
+    assert np.abs((samples**2).mean(axis=0)).max() < 5 * se
+    trace = np.trace(samples, axis1=1, axis2=2)
+    assert abs(np.mean(np.abs(trace) ** 2) - 1) < 5 * se
+    p = stats.kstest(np.abs(samples[:, 0, 0]) ** 2, stats.beta(1, k - 1).cdf).pvalue
+    assert p > 1e-4
+    phases = np.angle(np.linalg.eigvals(samples).ravel())  # eigenphases: uniform marginal
+    assert stats.kstest(phases, stats.uniform(-np.pi, 2 * np.pi).cdf).pvalue > 1e-4
+
+
+def test_random_orthogonal_is_haar_distributed_on_its_coset():
+    """Under the Haar measure on O(k), and on each coset det = +-1: every entry has mean 0
+    and E[O_ij^2] = 1/k. N samples give standard errors below sqrt(1/N); the bounds are
+    about 5 of them."""
+    k, N = 4, 3000
+    rng = np.random.default_rng(20261128)
+    for det in (1, -1):
+        samples = np.array([ch.random_orthogonal(k, rng, det=det) for _ in range(N)])
+        assert np.allclose(np.linalg.det(samples), det)
+        se = np.sqrt(1 / N)
+        assert np.abs(samples.mean(axis=0)).max() < 5 * se
+        assert np.abs((samples**2).mean(axis=0) - 1 / k).max() < 5 * se
+
+
 # ------------------------------------------------------ exercise checks
 
 

@@ -654,13 +654,39 @@ def test_rotation_gap_bound_holds_against_the_exact_rotation(shape, seed, max_po
 
 
 def test_rope_code_by_hand_and_the_wish_list_row() -> None:
-    code = ch.rope_code(range(3), 4, 100.0)
+    code = ch.rope_code(3, 4, 100.0)
     assert code.shape == (3, 4)
     assert code[0].tolist() == [1.0, 0.0, 1.0, 0.0]  # position 0: cos 0, sin 0 per plane
     assert code[2].tolist() == pytest.approx([math.cos(2), math.sin(2), math.cos(0.2), math.sin(0.2)])
-    # D1 compares codes bit for bit: a position's code is the same whatever else is computed
-    assert np.array_equal(ch.rope_code(range(10), 384), ch.rope_code(range(100), 384)[:10])
+    # the code turns a vector as R_m does (Chapter 2's turn_pairs reads it so)
+    v = np.arange(1.0, 9.0)
+    for m in (0, 5, 700):
+        turned = ch.turn_pairs(v, ch.rope_code(m + 1, 8, 50.0))[m]
+        assert np.allclose(turned, ch.rope_matrix(m, 8, 50.0) @ v, rtol=0, atol=1e-12)
+    # D1 within the rounding of cos and sin: no drift beyond 2 * trig_code_error
+    drift = np.abs(ch.rope_code(10, 384) - ch.rope_code(100, 384)[:10]).max()
+    assert drift <= 2 * ch.trig_code_error(100)
     # the verdicts of Chapter 2's rules on RoPE's codes (d = 384, 512 training positions)
+    m = ch.measure_code(lambda T: ch.rope_code(T, 384), ch.rope_code(32, 192), 0, 1.0,
+                        entry_error=ch.trig_code_error(1024), rotary=True)
+    assert ch.score(m) == {"D1": True, "D2": True, "D3": False, "D4": True, "D5": True,
+                           "logits": True}
+    # D3 on offsets: only planes with wavelengths above 2 * 511 meet new angles; the
+    # faster planes stay in range (independent count from the frequencies)
+    theta = 10000.0 ** (-np.arange(0, 384, 2) / 384)
+    slow = 2 * np.pi / theta > 1022
+    assert m["coordinates_out"] <= 2 * slow.sum() and slow.sum() == 85
+    seen = np.arange(-511, 512)
+    new = np.concatenate([np.arange(-1023, -511), np.arange(512, 1024)])
+
+    def codes(offsets, planes):
+        angles = np.outer(offsets, theta[planes])
+        return np.concatenate([np.cos(angles), np.sin(angles)], axis=1)
+
+    assert ch.range_excursion(codes(seen, ~slow), codes(new, ~slow)) < 0.01
+    assert ch.range_excursion(codes(seen, slow), codes(new, slow)) > 2
+
+
     train, new = ch.rope_code(range(512), 384), ch.rope_code(range(512, 1024), 384)
     assert ch.range_excursion(train, new) > 2  # slow planes leave their range: D3 fails
     fast = ch.rope_code(range(512), 384)[:, :2 * 90]  # planes with wavelengths below 512

@@ -188,7 +188,7 @@ def test_bad_offsets_and_arguments() -> None:
         ch.first_zero_integral(2.0)
     with pytest.raises(ValueError, match="kind"):
         ch.decay_integral_schedule(1.0, 100.0, "cubic")
-    with pytest.raises(ValueError, match="alpha"):
+    with pytest.raises(ValueError, match="exponents 0.5, 1 and 2"):
         ch.decay_integral_power(1.0, 3)
     with pytest.raises(ValueError, match="same shape"):
         ch.rope_logit(np.ones(4), np.ones(6), 1.0)
