@@ -17,6 +17,11 @@ text.
     chapter and guide of the registry, in the order of the table of contents (the whole
     book, which then never misses a new page).
 
+``{reading-times}`` (the schedule's table)
+    A table of every chapter of the registry: its words of prose, visible code lines,
+    figures, displayed equations and reading time by the rule (the main text, up to its
+    exercises).
+
 The chapter card (a transform on every notebook page)
     Under the title of every chapter and guide: its reading time (main text), its run
     time (the registry's budget, ``bookkit.chapters``: "runs in under a minute on two
@@ -270,6 +275,47 @@ class ReadingPath(SphinxDirective):
         return doc, section.anchor, section_minutes(section)
 
 
+def reading_time_rows() -> list[list[str]]:
+    """One row per chapter: number and title, words, code lines, figures, equations,
+    minutes (the rule's inputs and result, for the main text)."""
+    rows = []
+    for page in registry_pages():
+        if not page.is_chapter:
+            continue
+        stats = prose_stats.chapter_stats(page.path)
+        rows.append([f"{page.number}. {page.title}", f"{stats['prose_main']:,}",
+                     f"{stats['lines_main']:,}", str(stats["figures_main"]),
+                     str(stats["equations_main"]),
+                     f"{prose_stats.reading_minutes(stats)} min"])
+    return rows
+
+
+READING_TIME_HEADER = ["chapter", "words", "code lines", "figures", "equations",
+                       "reading time"]
+
+
+class ReadingTimes(SphinxDirective):
+    """The schedule's reading-time table, computed from the notebooks."""
+
+    def run(self) -> list[nodes.Node]:
+        for page in registry_pages():
+            if page.is_chapter:
+                self.env.note_dependency(str(page.path))
+        rows = [READING_TIME_HEADER, *reading_time_rows()]
+        table = nodes.table(classes=["reading-times"])
+        group = nodes.tgroup(cols=len(READING_TIME_HEADER))
+        table += group
+        group += [nodes.colspec(colwidth=1) for _ in READING_TIME_HEADER]
+        for part, body in ((nodes.thead(), rows[:1]), (nodes.tbody(), rows[1:])):
+            for cells in body:
+                row = nodes.row()
+                for text in cells:
+                    row += nodes.entry("", nodes.paragraph(text=text))
+                part += row
+            group += part
+        return [table]
+
+
 def _card_anchor(section: nodes.section) -> int:
     """Where the card goes in the page's top section: after the Colab badge, else
     after the title."""
@@ -444,6 +490,7 @@ def setup(app):
     app.add_node(reading_item)
     app.add_node(chapter_card)
     app.add_directive("reading-path", ReadingPath)
+    app.add_directive("reading-times", ReadingTimes)
     app.add_transform(ChapterCard)
     app.connect("doctree-resolved", resolve)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
