@@ -102,7 +102,7 @@ AXE_REPORT = """(found) => found.violations.map((v) => ({id: v.id, impact: v.imp
 def start_axe(page) -> None:
     """Start axe-core (bookkit/site/vendor.py) on a loaded page without waiting for it:
     the audit runs in the page's renderer while Python goes on (see axe_results)."""
-    from vendor_assets import axe_source
+    from bookkit.site.vendor import axe_source
 
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.evaluate(axe_source())

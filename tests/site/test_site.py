@@ -504,7 +504,7 @@ def test_plotly_loads_only_where_a_figure_is(reports) -> None:
 def test_figures_use_only_traces_the_vendored_plotly_draws() -> None:
     """The site ships plotly's cartesian bundle (bookkit/site/vendor.py): every trace of
     every executed figure must be of a type it draws."""
-    from vendor_assets import PLOTLY_TRACES
+    from bookkit.site.vendor import PLOTLY_TRACES
 
     used: dict[str, set[str]] = {}
     for path in sorted(EXECUTED_NOTEBOOKS.glob("*.ipynb")):

@@ -173,3 +173,22 @@ def test_no_chapter_is_named_in_the_machinery() -> None:
         if re.search(r"range\(\s*\d+\s*,\s*1[0-9]\s*\)", path.read_text())
     ]
     assert not ranges, f"a hard-coded chapter range in {ranges}"
+
+
+@pytest.mark.parametrize(
+    "path", MODULES + TESTS, ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_every_import_resolves(path: Path) -> None:
+    """Every module imported anywhere in a file (inside functions too) exists: no
+    leftover bare name of the old tools/ folder (``from vendor_assets import ...``)."""
+    import importlib.util
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    tops = {n.split(".")[0] for n in names}
+    missing = sorted(n for n in tops if importlib.util.find_spec(n) is None)
+    assert not missing, f"{path.relative_to(ROOT)} imports {missing}: no such module"
