@@ -397,6 +397,10 @@ def test_other_bad_inputs_are_rejected() -> None:
         CH.tiny_model("Llama 2")
     with pytest.raises(ValueError, match="window must be a positive integer"):
         CH.SlidingWindow(CH.NoPE(), 0)
+    with pytest.raises(ValueError, match="floor_scale > 0"):
+        CH.QueryTemperature(0, 0.1)
+    with pytest.raises(ValueError, match="attn_scale >= 0"):
+        CH.QueryTemperature(16, -1.0)
 
 
 # --- the experiment's building blocks ----------------------------------------------
