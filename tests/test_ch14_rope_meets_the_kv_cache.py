@@ -491,6 +491,26 @@ def test_check_14_2(capsys) -> None:
         qn, qr, c, CH.apply_rope_halves(k[None, None], torch.arange(5)[None])[0, 0],
         W, m), "rotated again")
     fails(check, lambda *a: decoupled_solution(*a) / math.sqrt(8), "unscaled")
+
+    def again(qn, qr, c, k, W, m):
+        k2 = CH.apply_rope_halves(k[None, None], torch.arange(5)[None])[0, 0]
+        return decoupled_solution(qn, qr, c, k2, W, m)
+
+    def nope_rotated(qn, qr, c, k, W, m):
+        qn2 = CH.apply_rope_halves(qn[None, :, None], torch.full((1, 1), m))[0, :, 0]
+        return decoupled_solution(qn2, qr, c, k, W, m)
+
+    def only_at_9(wrong):  # right for the first case, wrong for the second
+        return lambda qn, qr, c, k, W, m: (
+            decoupled_solution(qn, qr, c, k, W, m) if m == 5 else wrong(
+                qn, qr, c, k, W, m))
+
+    for wrong, word in ((again, "rotated again"), (nope_rotated, "unrotated part"),
+                        (lambda qn, qr, c, k, W, m: decoupled_solution(
+                            qn, qr, c, k, W, 0), "not rotated")):
+        fails(check, wrong, word)
+        message = fails(check, only_at_9(wrong), word)
+        assert "position 9" in message
     fails(check, lambda *a: decoupled_solution(*a) + 1, "none of the usual")
 
 
