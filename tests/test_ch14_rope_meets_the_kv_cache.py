@@ -532,6 +532,16 @@ def test_check_14_3(capsys) -> None:
     fails(check, lambda k, o, n: CH.apply_rope_halves(
         k, n[None].expand(k.shape[0], -1)), "new positions on top")
     fails(check, lambda k, o, n: rerotate_solution(k, o, o), "unchanged")
+    mistakes = {
+        "sign": lambda k, o, n: rerotate_solution(k, n, o),
+        "new positions on top": lambda k, o, n: CH.apply_rope_halves(
+            k, n[None].expand(k.shape[0], -1)),
+        "unchanged": lambda k, o, n: k.clone(),
+    }
+    for word, wrong in mistakes.items():  # right on the first case, wrong on the second
+        message = fails(check, lambda k, o, n, wrong=wrong: (
+            rerotate_solution(k, o, n) if k.shape[1] == 2 else wrong(k, o, n)), word)
+        assert "two evicted after one sink" in message
     with pytest.raises(AssertionError, match="ValueError"):
         check(lambda k, o, n: CH.apply_rope_halves(
             k, (n - o)[None].expand(k.shape[0], -1)))
