@@ -27,8 +27,7 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
 )
 
-from bookkit.testing import fails, passes
-from bookkit.testing import load_chapter
+from bookkit.testing import fails, load_chapter, passes
 
 pytestmark = pytest.mark.unit
 CH = load_chapter("14_rope_meets_the_kv_cache")
