@@ -1094,3 +1094,31 @@ def test_yarn_ramp_in_turns_by_hand_and_llama3_equivalence() -> None:
     theirs, _ = transformers_init(params, d, 128)
     assert_close(ch.yarn_turns_inv_freq(d, base, factor, length, beta_fast=4.0), theirs,
                  rtol=1e-6)
+
+
+def test_the_rules_cover_every_key_of_the_registry() -> None:
+    """Chapter 9's rules and checks know every rope_type transformers registers."""
+    assert set(ch.ROPE_KEYS) - {"default"} == set(ROPE_INIT_FUNCTIONS)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    half=st.integers(2, 48),
+    fraction=st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]),
+    factor=st.sampled_from([1.0, 2.0, 8.0]),
+    base=st.sampled_from([10000.0, 1e6]),
+)
+def test_proportional_equals_transformers(half, fraction, factor, base) -> None:
+    """Gemma 4's proportional RoPE: bit for bit the registry's, zeros included (the
+    same float32 operations on the same values), through scaled_inv_freq."""
+    d = 2 * half
+    params = {"rope_type": "proportional", "rope_theta": base, "factor": factor,
+              "partial_rotary_factor": fraction}
+    theirs, a_theirs = transformers_init(params, d, 4096)
+    ours, a_ours = ch.scaled_inv_freq(params, d)
+    assert ours.shape == theirs.shape == (half,)
+    assert torch.equal(ours, theirs) and a_ours == a_theirs == 1.0
+    rotated = int(fraction * d // 2)
+    assert bool((ours[rotated:] == 0).all()) and bool((ours[:rotated] > 0).all())
+    with pytest.raises(ValueError, match="unknown key"):
+        ch.scaled_inv_freq({**params, "beta_fast": 4.0}, d)
