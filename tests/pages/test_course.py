@@ -43,13 +43,27 @@ def test_index_links_every_chapter(path) -> None:
     )
 
 
-@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
-def test_running_page_has_the_colab_link(path) -> None:
-    edition = colab_url(f"colab/{path.name}")  # the Colab edition the badge opens
-    assert f"]({edition})" in page("running"), (
-        f"book/course/running.md lacks the Colab link {edition} "
-        "(it must match the badge that bookkit/sync.py writes)"
-    )
+def test_running_page_lists_every_page_in_colab() -> None:
+    """The running page's Colab table is made from the registry ({colab-links},
+    bookkit/sphinx/course_tables.py): every chapter with its Colab edition (the one its
+    badge opens), student edition and hand-out; every guide with its Colab edition; on
+    the student site no link to an edition with solutions."""
+    from bookkit.chapters import pages
+    from bookkit.sphinx.course_tables import colab_rows
+
+    assert "```{colab-links}" in page("running")
+    full, student = colab_rows(False), colab_rows(True)
+    assert len(full) == len(student) == len(pages())
+    for page_, row in zip(pages(), full, strict=True):
+        links = [link for _, link in row if link]
+        assert colab_url(f"colab/{page_.name}") in links
+        if page_.is_chapter:
+            assert colab_url(f"colab/student/{page_.name}") in links
+            assert colab_url(f"colab/handouts/{page_.name}") in links
+    for page_, row in zip(pages(), student, strict=True):
+        links = [link for _, link in row if link]
+        if page_.is_chapter:
+            assert colab_url(f"colab/{page_.name}") not in links
 
 
 def test_course_pages_link_each_other_and_the_reference_pages() -> None:
