@@ -217,6 +217,11 @@ def test_fire_learns_its_threshold_and_c() -> None:
     assert fire.threshold_scale.grad != 0  # queries 0..3 divide by psi(threshold)
 
 
+def test_fire_accepts_any_positive_threshold() -> None:
+    fire = ch.FIREBias(2, threshold=0.5, c=0.05)
+    assert fire.bias(torch.arange(4)).shape == (2, 4, 4)
+
+
 def test_fire_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="positions"):
         ch.fire_distance(torch.zeros(2, 2, 2), 0.1, 4.0)
@@ -286,6 +291,14 @@ def test_xpos_curve_without_damping_is_chapter_7s_sum() -> None:
         1
     )
     np.testing.assert_allclose(ch.xpos_curve(offsets, 64), damped, rtol=0, atol=1e-14)
+
+
+def test_position_buffers_are_not_saved() -> None:
+    """Like Chapter 8's RoPE: fixed tables are rebuilt, not stored in a state_dict."""
+    assert "zeta" not in ch.XPos(8).state_dict()
+    fope = ch.FoPE(16, 2, 16).state_dict()
+    assert not {"inv_freq", "cos_coef", "sin_coef"} & set(fope)
+    assert "initial_threshold" not in ch.FIREBias(2).state_dict()
 
 
 def test_xpos_rejects_bad_input() -> None:
@@ -559,6 +572,20 @@ def test_path_rejects_bad_input() -> None:
         )
     with pytest.raises(ValueError, match="multiple of n_heads"):
         ch.PaTH(10, 4)
+    with pytest.raises(ValueError, match="^q must"):  # the message names the bad one
+        ch.path_scores(
+            torch.ones(4, 3, dtype=torch.long),
+            torch.ones(4, 3),
+            torch.ones(4, 3),
+            torch.ones(4),
+        )
+    with pytest.raises(ValueError, match="^k must"):
+        ch.path_scores(
+            torch.ones(4, 3),
+            torch.ones(4, 3, dtype=torch.long),
+            torch.ones(4, 3),
+            torch.ones(4),
+        )
 
 
 # --- tasks -----------------------------------------------------------------------------
@@ -599,6 +626,21 @@ def test_flip_flop_batch_follows_the_rules(seed, length) -> None:
                     memory = row[m]
 
 
+def test_task_tokens_have_the_stated_frequencies() -> None:
+    tokens, _ = ch.count_batch(torch.Generator().manual_seed(0), 2000, 33)
+    body = tokens[:, 1:].flatten()
+    n = body.numel()  # 64 000 tokens: a frequency's standard error is below 0.002
+    assert abs((body == 15).float().mean() - 0.15) < 0.01
+    assert abs((body == 14).float().mean() - 0.30) < 0.01
+    for filler in range(8, 14):
+        assert abs((body == filler).float().mean() - 0.55 / 6) < 0.01
+    assert n == 64_000
+    tokens, _ = ch.flip_flop_batch(torch.Generator().manual_seed(0), 2000, 33)
+    later = tokens[:, 3::2].flatten()  # instructions after the first
+    for instruction, p in ((10, 0.15), (11, 0.35), (12, 0.5)):
+        assert abs((later == instruction).float().mean() - p) < 0.01
+
+
 def test_tasks_are_seeded_and_reject_bad_input() -> None:
     for task in ch.LAB_TASKS.values():
         a = task(torch.Generator().manual_seed(3), 4, 12)
@@ -634,6 +676,23 @@ def test_lab_transformer_is_causal(scheme) -> None:
         a, b = model(tokens), model(changed)
     torch.testing.assert_close(a[:, :8], b[:, :8], rtol=0, atol=1e-5)
     assert (a[:, 8:] - b[:, 8:]).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("scheme", ["rope", "nope", "alibi"])
+def test_lab_transformer_is_chapter_8s_model(scheme) -> None:
+    """Same parameter shapes as Chapter 8's TinyTransformer, and with the same weights
+    the same logits (RoPE, NoPE, ALiBi)."""
+    ch8 = chapter("08_does_position_matter")
+    theirs = ch8.TinyTransformer(ch8.ModelConfig(vocab_size=17, scheme=scheme)).eval()
+    ours = ch.LabTransformer(ch.LabConfig(scheme=scheme)).eval()
+    assert len(ours.blocks) == 2
+    assert {k: v.shape for k, v in ours.state_dict().items()} == {
+        k: v.shape for k, v in theirs.state_dict().items()
+    }
+    ours.load_state_dict(theirs.state_dict())
+    tokens = torch.randint(0, 17, (3, 11), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(tokens), theirs(tokens), rtol=0, atol=1e-6)
 
 
 def test_lab_per_layer_modules() -> None:
