@@ -93,6 +93,14 @@ def test_t5_bias_equals_transformers_compute_bias(length) -> None:
     assert torch.equal(batched[1], got)
 
 
+def test_t5_bucket_defaults_are_t5s() -> None:
+    offsets = torch.arange(-400, 401)
+    assert torch.equal(
+        ch.t5_bucket(offsets),
+        T5Attention._relative_position_bucket(offsets, True, 32, 128),
+    )
+
+
 def test_t5_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="integer tensor"):
         ch.t5_bucket(torch.zeros(3), False, 16, 16)
@@ -639,6 +647,8 @@ def test_task_tokens_have_the_stated_frequencies() -> None:
     later = tokens[:, 3::2].flatten()  # instructions after the first
     for instruction, p in ((10, 0.15), (11, 0.35), (12, 0.5)):
         assert abs((later == instruction).float().mean() - p) < 0.01
+    bits = tokens[:, 2::2].flatten()  # every value token, read or not
+    assert abs(bits.float().mean() - 0.5) < 0.01
 
 
 def test_tasks_are_seeded_and_reject_bad_input() -> None:
@@ -700,7 +710,9 @@ def test_lab_per_layer_modules() -> None:
         model = ch.LabTransformer(ch.LabConfig(scheme=scheme))
         assert len(model.layer_positions) == 2
         assert model.layer_positions[0] is not model.layer_positions[1]
-    assert isinstance(ch.LabTransformer(ch.LabConfig(scheme="t5")).position, ch.T5Bias)
+    t5 = ch.LabTransformer(ch.LabConfig(scheme="t5")).position
+    assert isinstance(t5, ch.T5Bias) and (t5.num_buckets, t5.max_distance) == (16, 16)
+    assert t5.table.weight.shape == (16, 4)
 
 
 def test_lab_rejects_bad_configurations() -> None:
