@@ -25,6 +25,7 @@ import importlib
 # The modules whose functions the checks call. Submodules are looked up by name.
 GUARDED = (
     "builtins",
+    "copy",
     "math",
     "numpy",
     "numpy.linalg",

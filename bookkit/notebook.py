@@ -23,7 +23,8 @@ Cell tags carry the conventions, so they survive Jupyter, Colab and jupytext:
     allowed to raise ``NotImplementedError``.
 ``hidden-cases`` (:data:`HIDDEN_CASES`)
     after an exercise's solution: ``hidden_cases_<name>(rng)``, the random inputs on
-    which the grader compares a submission with the solution. Secret like a solution
+    which the grader compares a submission with the solution (and, where needed, how:
+    ``bookkit.grading``). Secret like a solution
     (no student edition has it; ``bookkit.sync`` also tags it ``remove-cell``).
 ``hide-input`` (:data:`HIDE_INPUT`)
     code folded on the site (plotting helpers, copied functions, check functions).

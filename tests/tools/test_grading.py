@@ -73,6 +73,53 @@ def test_agree_follows_the_checks_rounding_rule() -> None:
     assert grading.agree(np.array([np.nan, 1.0]), np.array([np.nan, 1.0]))
 
 
+def test_agree_takes_the_checks_tolerances() -> None:
+    """A case's options widen the comparison the way ExerciseCheck.close does: a
+    rounding scale (angles of 300 radians in float32), an absolute or relative
+    tolerance (a root finder's); equal infinities agree (a causal mask); a list of
+    booleans agrees with an array of them."""
+    want = np.array([0.5, -0.25])
+    off = want + 100 * 2.0**-24  # float32 rounding of an angle near 300 radians
+    assert not grading.agree(off.astype(np.float32), want)
+    assert grading.agree(off.astype(np.float32), want, scale=300.0)
+    assert not grading.agree(want + 1e-8, want)
+    assert grading.agree(want + 1e-8, want, atol=2e-8)
+    assert grading.agree(want * (1 + 1e-7), want, rtol=1e-6)
+    assert not grading.agree(want * (1 + 1e-5), want, rtol=1e-6)
+    masked = torch.tensor([[0.0, -np.inf], [-0.5, 0.0]])
+    assert grading.agree(masked.double(), masked)
+    assert not grading.agree(torch.zeros(2, 2), masked)
+    assert grading.agree(np.array([True, False, True]), [True, False, True])
+    assert not grading.agree(np.array([True, True, True]), [True, False, True])
+
+
+def test_hidden_cases_give_each_call_its_own_inputs() -> None:
+    """An answer that writes into its input (an in-place exercise) is compared on the
+    same input as the reference, and the next case is not affected."""
+    def double_in_place(x):
+        x *= 2
+        return x
+
+    x = np.arange(3.0)
+    cases = [((x,), {}), ((x,), {})]
+    assert grading.run_hidden(double_in_place, double_in_place, cases)[:2] == (2, 2)
+    assert np.array_equal(x, np.arange(3.0)), "the case's own input is untouched"
+
+
+def test_hidden_cases_compare_through_a_view() -> None:
+    """A view compares what the exercise fixes (some keys of a dict) and nothing
+    else; an answer the view cannot read differs."""
+    def keys(p: dict) -> dict:
+        return {"factor": p["factor"]}
+
+    cases = [((4,), {}, {"view": keys})]
+    more = lambda n: {"factor": n, "beta_fast": 32}  # noqa: E731 - allowed extras
+    assert grading.run_hidden(more, lambda n: {"factor": n}, cases)[:2] == (1, 1)
+    assert grading.run_hidden(lambda n: n, lambda n: {"factor": n}, cases)[:2] == (0, 1)
+    with pytest.raises(ValueError, match="options"):
+        grading.run_hidden(lambda n: n, lambda n: n, [((4,), {}, {"tol": 1})])
+
+
 def test_points_share_visible_and_hidden_cases() -> None:
     line = grading.SCORE + "visible 3/4 hidden 5/10"
     expected = 20 * (0.5 * 0.75 + 0.5 * 0.5)
@@ -160,3 +207,4 @@ def test_shares_add_up() -> None:
     for exercise in course_exercises().values():
         for checked in (False, True):
             assert sum(exercise.shares(checked).values()) == pytest.approx(1.0)
+
