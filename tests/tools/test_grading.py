@@ -17,8 +17,8 @@ import torch
 from bookkit import grading, guard
 from bookkit.chapters import chapters
 from bookkit.course import course_exercises
-from bookkit.editions.handouts import exercises
-from bookkit.notebook import read
+from bookkit.editions.handouts import definitions, exercises
+from bookkit.notebook import HIDDEN_CASES, read, tags
 from bookkit.testing import load_chapter
 
 ExerciseCheck = load_chapter(1).ExerciseCheck
@@ -208,3 +208,39 @@ def test_shares_add_up() -> None:
         for checked in (False, True):
             assert sum(exercise.shares(checked).values()) == pytest.approx(1.0)
 
+
+
+def chapter_exercises():
+    """(chapter, exercise) for every checked exercise of the book."""
+    return [(chapter, exercise) for chapter in chapters()
+            for exercise in exercises(read(chapter.path), chapter.name)]
+
+
+@pytest.mark.parametrize(
+    "chapter, exercise", chapter_exercises(),
+    ids=[e.number for _, e in chapter_exercises()])
+def test_every_checked_exercise_has_hidden_cases(chapter, exercise) -> None:
+    """After its solution, each checked exercise has a hidden-cases cell defining
+    hidden_cases_<name>(rng): 5 to 8 valid inputs (the chapter's solution answers
+    them), drawn from rng alone (the same seed gives the same inputs, another seed
+    others), with known comparison options."""
+    nb = read(chapter.path)
+    _, name = exercise.names(nb)
+    assert exercise.hidden, f"Exercise {exercise.number}: no hidden-cases cell"
+    assert all(exercise.solutions[-1] < j < exercise.check for j in exercise.hidden)
+    assert all(HIDDEN_CASES in tags(nb.cells[j]) for j in exercise.hidden)
+    space = dict(vars(load_chapter(chapter.number)))
+    solution = "\n\n".join(nb.cells[j].source for j in exercise.solutions)
+    exec(definitions(solution), space)  # noqa: S102 - the book's own solution
+    exec("\n\n".join(nb.cells[j].source for j in exercise.hidden), space)  # noqa: S102
+    generate = space[f"hidden_cases_{name}"]
+    cases = list(generate(random.Random(0)))
+    assert 5 <= len(cases) <= 8, f"Exercise {exercise.number}: {len(cases)} cases"
+    for case in cases:
+        assert len(case) in (2, 3) and isinstance(case[0], tuple)
+        assert isinstance(case[1], dict)
+        assert set(case[2] if len(case) == 3 else {}) <= {*grading.COMPARISON, "view"}
+    reference = space[name]
+    assert grading.run_hidden(reference, reference, cases)[:2] == (len(cases),) * 2
+    assert repr(list(generate(random.Random(0)))) == repr(cases)
+    assert repr(list(generate(random.Random(1)))) != repr(cases)
