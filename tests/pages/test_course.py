@@ -312,3 +312,44 @@ def test_instructor_page_explains_grading_as_it_works() -> None:
     assert "never graded over" in text and "tampering" in text
     for gone in ("worth 1 point", "cannot see is a solution that special-cases"):
         assert gone not in text, f"the instructor page still says {gone!r}"
+
+
+def test_run_time_claims_agree_with_the_budgets() -> None:
+    """A page that says notebooks run in under a minute says "most" (or names the
+    chapters) whenever the registry grants a chapter more than a minute (Chapter 8 300
+    s, Chapter 9 180 s), and none says that no notebook takes more than a minute."""
+    from bookkit.chapters import chapters
+    from bookkit.paths import BOOK, ROOT
+
+    if max(c.budget for c in chapters()) <= 60:
+        pytest.skip("every chapter's budget is a minute")
+    pages = [*BOOK.glob("*.md"), *COURSE.glob("*.md"), ROOT / "README.md"]
+    for path in pages:
+        text = " ".join(path.read_text().split())
+        assert "no notebook takes more than a minute" not in text, path.name
+        for sentence in re.split(r"(?<=[.;])\s", text):
+            if "under a minute" in sentence:
+                assert re.search(r"\bmost\b|ten of them|Chapters 1–7", sentence), (
+                    f"{path.name}: {sentence!r} claims every notebook runs in under "
+                    "a minute")
+
+
+def test_intensive_plan_schedules_every_core_hand_in() -> None:
+    """The intensive plan of the schedule (one week, two weeks) gives every day a
+    session and a hand-in, and keeps every exercise the weekly sessions hand in."""
+    text = page("schedule")
+    section = text[text.index("(course-intensive)="):text.index("## Part IV")]
+    weekly = {}
+    for row in re.findall(r"^\| (\d) \| [\d, ]+ \| [^|]+ \| ([^|]+) \|$", text, re.M):
+        weekly[int(row[0])] = re.findall(r"\d+\.\d+", row[1])
+    core = [x for session in range(1, 5) for x in weekly[session]]
+    assert len(core) == 15, weekly
+    tables = re.split(r"\*\*Two weeks", section)
+    for table, days in zip(tables, (5, 10), strict=True):
+        rows = [[cell.strip() for cell in line.strip("|").split("|")]
+                for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
+        assert [int(r[0]) for r in rows] == list(range(1, days + 1))
+        handed = " ".join(r[3] for r in rows)
+        missing = [x for x in core if x not in handed]
+        assert not missing, f"{days}-day plan: no hand-in of {missing}"
+        assert all(r[1] for r in rows), "a day without a morning session"
