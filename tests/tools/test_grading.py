@@ -53,6 +53,20 @@ def test_guard_puts_back_what_a_submission_replaced(snapshot, capsys) -> None:
     assert "numpy.all replaced" in found
 
 
+def test_guard_does_not_take_a_library_for_the_submission() -> None:
+    """torch._dynamo wraps torch.manual_seed when it is first imported (transformers
+    and torch.compile import it): a kernel that imports it after the snapshot must
+    report nothing. A fresh interpreter, where it is not imported yet."""
+    import subprocess
+    import sys
+
+    code = ("from bookkit import guard; guard.snapshot(); import torch._dynamo; "
+            "import transformers.modeling_utils; print(guard.changes())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
 def test_guard_ignores_what_was_added(snapshot) -> None:
     np.book_probe = 1  # new names do not change what the checks call
     try:
