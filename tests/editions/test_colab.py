@@ -232,3 +232,12 @@ def test_figures_are_numbered_and_captioned() -> None:
 def test_no_numref_survives(path: Path) -> None:
     text = "\n".join(c.source for c in read(path).cells if c.cell_type == "markdown")
     assert "{numref}" not in text, f"{path.name}: a {{numref}} was not converted"
+
+
+def test_student_editions_hold_no_solution_text() -> None:
+    """colab/student/ is public and students open it: no solution text and no
+    quotation of a withheld page (bookkit/leaks.py), their notes included."""
+    from bookkit import leaks
+
+    found = leaks.scan(COLAB / "student", leaks.fingerprints(WITHHELD_PAGES))
+    assert not found, leaks.report(found)
