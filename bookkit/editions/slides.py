@@ -25,7 +25,8 @@ speaker view). Every chapter's minute plan rows in the schedule (``minute_plan``
 sessions of the core module and the Part IV modules, each row given to the chapter its
 "run live" column names) become notes: all of them, with the session's name, on the
 title slide, and each row also on the first slide of the section it names (its italic
-section titles or ``{ref}`` labels), where the instructor needs it. They are nbconvert's
+section titles or ``{ref}`` labels), where the instructor needs it. A chapter the
+schedule has no plan for yet gets its learning objectives as notes. They are nbconvert's
 ``slide_type: "notes"`` cells, which the slides themselves never show.
 """
 
@@ -403,6 +404,11 @@ def deck(nb: nbformat.NotebookNode, stem: str,
         cells.append(slide(f"**{plan[0].session}**: this chapter's part of the "
                            "minute plan (the schedule page).\n\n"
                            + "\n".join(row_note(r) for r in plan), "notes"))
+    else:  # a chapter the schedule has no minute plan for yet: its objectives
+        objectives = next((c.source for c in nb.cells[1:4] if c.cell_type == "markdown"
+                           and "objectives" in c.source.lower()), "")
+        cells.append(slide("No minute plan in the schedule for this chapter yet. "
+                           + note_text(objectives), "notes"))
     noted: set[PlanRow] = set()
     section: list[str] = []
     for cell in nb.cells:
