@@ -64,8 +64,9 @@ def colab_rows(student: bool) -> list[list[Cell]]:
 
 def header(student: bool) -> list[str]:
     if student:
-        return ["page", "open in Colab", "hand-out", "installs on first run"]
-    return ["page", "open in Colab", "student edition", "hand-out",
+        return ["page", "open in Colab", "hand-out (hand this in)",
+                "installs on first run"]
+    return ["page", "open in Colab", "student edition", "hand-out (hand this in)",
             "installs on first run"]
 
 
