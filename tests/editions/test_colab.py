@@ -6,6 +6,7 @@ CommonMark renderer (markdown-it-py); neither its source nor the HTML may show M
 
 from __future__ import annotations
 
+import pickle
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from bookkit.editions.colab import (
     write_editions,
 )
 from bookkit.notebook import WITHHELD_PAGES, read, tags
-from bookkit.paths import COLAB, COLAB_HANDOUTS, ROOT
+from bookkit.paths import BUILD, COLAB, COLAB_HANDOUTS, ROOT
 
 CHAPTERS = notebook_paths()
 PAGES = page_paths()  # chapters and guides: a guide has a Colab edition, no student one
@@ -180,6 +181,38 @@ def test_links_reach_built_pages(site: Path) -> None:
     assert not missing, (
         f"links to pages or anchors the site does not have: {sorted(missing)}"
     )
+
+
+def test_numbers_are_the_builds(site: Path) -> None:
+    """Every number the Colab editions give a figure, theorem-like block or equation
+    is the one Sphinx gave the same label in the built site (the module counts them
+    from the sources; here the build's environment says what they are)."""
+    with (BUILD / ".doctrees" / "environment.pickle").open("rb") as f:
+        env = pickle.load(f)  # the build's own record, written by `make book`
+    built: dict[str, str] = {}
+    for doc, kinds in env.toc_fignumbers.items():
+        for kind, ids in kinds.items():
+            for node_id, number in ids.items():
+                label = node_id.removeprefix("equation-")
+                text = ".".join(map(str, number))
+                built[f"{doc.rsplit('/', 1)[-1]}#{label}"] = (
+                    f"({text})" if kind == "displaymath" else
+                    f"{'Figure' if kind == 'figure' else kind.capitalize()} {text}")
+    book = make_book({p: read(p) for p in CHAPTERS})
+    compared, wrong = 0, []
+    for label, target in book.targets.items():
+        if not re.fullmatch(r"(\(|[A-Z][a-z]+ )\d[\d.]*\)?", target.text):
+            continue  # a section title or an exercise (numbered in its title)
+        page = target.url.split("#")[0].split("/")[-1].removesuffix(".html")
+        key = f"{page}#{label}"
+        if key not in built:
+            continue  # an exercise: sphinx-exercise numbers none (:nonumber:)
+        compared += 1
+        if built[key] != target.text:
+            wrong.append(f"{key}: Colab {target.text!r}, site {built[key]!r}")
+    assert not wrong, "\n".join(wrong)
+    figures = sum(len(k.get("figure", {})) for k in env.toc_fignumbers.values())
+    assert compared >= figures > 50, (compared, figures)
 
 
 def figure_notebook() -> nbformat.NotebookNode:
