@@ -95,14 +95,16 @@ student: setup
 # notebooks, one per chapter, into _build/assignments/release/NN_topic/ and grades the
 # chapters' own solutions with them (full marks expected); `make autograde
 # SUBMISSIONS=folder` grades folder/<student>/NN_topic.ipynb into folder/grades.csv
-# (scores, each check's feedback, tampering), keeping the graded notebooks in
-# _build/autograde/autograded/.
+# (points per case, each check's feedback, tampering) and folder/gradebook.csv (an
+# LMS import), keeping the graded notebooks of each batch in its own course folder,
+# _build/autograde/<folder's name>/autograded/ (a batch already graded is never
+# overwritten).
 assignments: setup
 	$(PY) -m bookkit.autograde assignments --out $(BUILD)/assignments --validate
 
 autograde: setup
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make autograde SUBMISSIONS=folder"; exit 2; }
-	$(PY) -m bookkit.autograde grade $(SUBMISSIONS) --course $(BUILD)/autograde
+	$(PY) -m bookkit.autograde grade $(SUBMISSIONS)
 
 # Times a fresh `make test` (build included) and each notebook alone; prints a table.
 bench: setup

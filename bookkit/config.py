@@ -1,7 +1,8 @@
 """The book's configuration: ``_config.yml`` and ``_toc.yml``, each read once.
 
-Everything the machinery takes from them goes through here: the website's address, the
-repository and branch the Colab links open, the execution settings the build uses.
+Everything the machinery takes from them goes through here: the website's address and
+the student site's, the repository and branch the Colab links open, the execution
+settings the build uses.
 """
 
 from __future__ import annotations
@@ -31,6 +32,25 @@ def site_url() -> str:
     if not url.startswith("https://"):
         raise ValueError(
             "set html.baseurl in _config.yml to the website's https address"
+        )
+    return url.rstrip("/") + "/"
+
+
+DEFAULT_STUDENT_SITE = (
+    "https://position-embeddings.github.io/position-embeddings-book/student/"
+)
+
+
+def student_site_url() -> str:
+    """The student site's address, ``course.student_site`` (the book without
+    solutions, ``make book-no-solutions``), ending with a slash: what every student
+    edition links to."""
+    url = (book_config().get("course") or {}).get("student_site") or (
+        DEFAULT_STUDENT_SITE)
+    if not url.startswith("https://"):
+        raise ValueError(
+            "set course.student_site in _config.yml to the student site's https "
+            "address"
         )
     return url.rstrip("/") + "/"
 

@@ -11,7 +11,9 @@ and, where the chapter has one, a generator of hidden cases. At grading it calls
 3. runs the visible check on the submission with every case run, not only up to the
    first failure (``ExerciseCheck.keep_going``), and counts the cases passed;
 4. calls the submission and the reference on the hidden cases (random inputs drawn with
-   a fixed seed) and counts the agreements;
+   a fixed seed; each call gets its own deep copy of them, so an answer that writes into
+   its input changes neither the reference's nor the next case's) and counts the
+   agreements (:func:`agree`, with the case's own tolerance where it gives one);
 5. restores the modules again: a submission that patched one while it was called scores
    nothing;
 6. prints one line ``BOOK-SCORE: visible k/N hidden h/H`` that ``bookkit.autograde``
@@ -19,11 +21,22 @@ and, where the chapter has one, a generator of hidden cases. At grading it calls
 
 Only answers that are right in general pass the hidden cases: a submission that looks up
 the visible inputs passes the visible check and fails the hidden cases.
+
+**Hidden cases.** A chapter's ``hidden-cases`` cell after an exercise's solution defines
+``hidden_cases_<name>(rng)``: a list of ``(args, kwargs)`` or ``(args, kwargs,
+options)``, inputs drawn from ``rng`` only. ``options`` says how the two answers are
+compared when the rule of 16 unit roundoffs of the largest value does not fit the
+exercise, with the same words as the visible check's ``ExerciseCheck.close``:
+``scale`` (the size the rounding is relative to, such as the largest angle), ``atol``
+and ``rtol`` (a root finder's tolerance, a derived bound), and ``view``, a function
+applied to both answers before they are compared (the dtypes and values of a model's
+weights and buffers; the keys of a configuration that the exercise fixes).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import math
 import random
@@ -61,21 +74,27 @@ def unit_roundoff(value: object) -> float:
     )
 
 
-def agree(got: object, want: object, roundings: int = 16) -> bool:
+def agree(got: object, want: object, roundings: int = 16, *, atol: float = 0.0,
+          rtol: float = 0.0, scale: float | None = None) -> bool:
     """Whether an answer agrees with the reference: the same structure, equal
-    non-numeric parts, and numbers within 16 unit roundoffs of the less precise side
-    times the reference's largest magnitude (the rule of the chapters' checks)."""
+    non-numeric parts, and numbers within ``atol + rtol |want|`` plus 16 unit
+    roundoffs of the less precise side times ``scale`` (default: the reference's
+    largest magnitude, at least 1): the rule of the chapters' checks
+    (``ExerciseCheck.close``). Equal values agree (infinities included), and so do
+    NaNs in the same places."""
+    options = {"atol": atol, "rtol": rtol, "scale": scale}
     if isinstance(want, dict):
         return (
             isinstance(got, dict)
             and set(got) == set(want)
-            and all(agree(got[k], want[k], roundings) for k in want)
+            and all(agree(got[k], want[k], roundings, **options) for k in want)
         )
     if isinstance(want, (tuple, list)) and not _numeric_list(want):
         return (
             isinstance(got, (tuple, list))
             and len(got) == len(want)
-            and all(agree(g, w, roundings) for g, w in zip(got, want, strict=True))
+            and all(agree(g, w, roundings, **options)
+                    for g, w in zip(got, want, strict=True))
         )
     want_array, got_array = as_float_array(want), as_float_array(got)
     if want_array is None or got_array is None:
@@ -83,14 +102,19 @@ def agree(got: object, want: object, roundings: int = 16) -> bool:
     if want_array.shape != got_array.shape:
         return False
     u = max(unit_roundoff(got), unit_roundoff(want))
-    scale = max(1.0, float(np.max(np.abs(want_array), initial=0.0)))
-    gap = np.abs(got_array - want_array)
-    both_nan = np.isnan(got_array) & np.isnan(want_array)
-    return bool(np.all((gap <= roundings * u * scale) | both_nan))
+    size = scale if scale is not None else max(
+        1.0, float(np.max(np.abs(want_array[np.isfinite(want_array)]), initial=0.0)))
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(got_array - want_array)
+        tolerance = atol + rtol * np.abs(want_array) + roundings * u * size
+        same = (got_array == want_array) | (np.isnan(got_array)
+                                            & np.isnan(want_array))
+        return bool(np.all((gap <= tolerance) | same))
 
 
 def _numeric_list(value: Iterable) -> bool:
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    """A flat list of numbers or booleans (compared as one array)."""
+    return all(isinstance(v, (int, float, np.number, np.bool_)) for v in value)
 
 
 def run_check(check: Callable, candidate: Callable, keep_going: bool) -> tuple[
@@ -118,22 +142,39 @@ def run_check(check: Callable, candidate: Callable, keep_going: bool) -> tuple[
     return passed, passed + failed, failure
 
 
+COMPARISON = ("atol", "rtol", "scale")
+
+
 def run_hidden(candidate: Callable, reference: Callable,
-               cases: Iterable[tuple[tuple, dict]]) -> tuple[int, int, str]:
-    """(agreements, cases, first disagreement) of candidate and reference."""
+               cases: Iterable[tuple]) -> tuple[int, int, str]:
+    """(agreements, cases, first disagreement) of candidate and reference on cases
+    ``(args, kwargs)`` or ``(args, kwargs, options)`` (see the module docstring); each
+    call gets its own deep copy of the inputs."""
     agreed, total, first = 0, 0, ""
-    for args, kwargs in cases:
+    for case in cases:
+        args, kwargs, *rest = case
+        options = dict(rest[0]) if rest else {}
+        view = options.pop("view", None)
+        unknown = set(options) - set(COMPARISON)
+        if unknown:
+            raise ValueError(f"hidden case options {sorted(unknown)}: use "
+                             f"{', '.join(COMPARISON)} or view")
         total += 1
-        want = reference(*args, **kwargs)
+        want = reference(*copy.deepcopy(args), **copy.deepcopy(kwargs))
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                got = candidate(*args, **kwargs)
+                got = candidate(*copy.deepcopy(args), **copy.deepcopy(kwargs))
         except NotImplementedError as error:
             return 0, total, f"NotImplementedError: {error}"
         except Exception as error:  # noqa: BLE001 - the submission's own error
             first = first or f"hidden case {total}: {type(error).__name__}: {error}"
             continue
-        if agree(got, want):
+        try:
+            same = agree(view(got), view(want), **options) if view else agree(
+                got, want, **options)
+        except Exception:  # noqa: BLE001 - an answer the view cannot read differs
+            same = False
+        if same:
             agreed += 1
         elif not first:
             first = (f"hidden case {total}: your answer differs from the reference on "
@@ -142,7 +183,7 @@ def run_hidden(candidate: Callable, reference: Callable,
 
 
 def grade(check: Callable, candidate: Callable, reference: Callable,
-          hidden: Callable[[random.Random], Iterable[tuple[tuple, dict]]] | None = None,
+          hidden: Callable[[random.Random], Iterable[tuple]] | None = None,
           seed: int = 0) -> None:
     """Grade one exercise (see the module docstring); print the score line, raise
     the first failure."""

@@ -25,6 +25,7 @@ import importlib
 # The modules whose functions the checks call. Submodules are looked up by name.
 GUARDED = (
     "builtins",
+    "copy",
     "math",
     "numpy",
     "numpy.linalg",
@@ -37,6 +38,11 @@ GUARDED = (
 )
 # Classes whose methods a check calls on the candidate's output.
 GUARDED_CLASSES = (("torch", "Tensor"),)
+# Modules that replace a guarded function when they are first imported: torch._dynamo
+# wraps torch.manual_seed (and `transformers`, `torch.compile`, ... import it). They are
+# imported before the snapshot, so that a library's own change is not reported as the
+# submission's.
+SELF_PATCHING = ("torch._dynamo",)
 MARK = "BOOK-TAMPERING: "
 # What the kernel itself replaces for every cell it runs (ipykernel forwards input()).
 KERNEL_OWN = {"builtins.input", "getpass.getpass"}
@@ -59,7 +65,13 @@ def _targets() -> dict[str, object]:
 
 
 def snapshot() -> int:
-    """Record every attribute of the guarded modules and classes; return how many."""
+    """Record every attribute of the guarded modules and classes (after importing the
+    modules that patch them on import); return how many."""
+    for name in SELF_PATCHING:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
     _SNAPSHOT.clear()
     for name, target in _targets().items():
         _SNAPSHOT[name] = dict(vars(target))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookkit.chapters import page_paths
-from bookkit.notebook import STUDENT_NOTE, WITHHELD_PAGES, is_solution, read
+from bookkit.notebook import WITHHELD_PAGES, is_solution, read, student_note
 from bookkit.paths import BIBFILE, BOOK, EXECUTED_NOTEBOOKS, ROOT
 
 N = 6
@@ -111,7 +111,7 @@ def collect(withheld: list[str], executed: Path | None = None
     Public: every other cell's source and metadata (slide texts, captions), its outputs
     in the executed notebooks of ``executed`` if given, the other pages, and the note
     that student notebooks carry."""
-    secret, public = {}, [STUDENT_NOTE]
+    secret, public = {}, [student_note()]
     for path in page_paths():
         done = executed / path.name if executed else None
         ran = read(done).cells if done and done.is_file() else []

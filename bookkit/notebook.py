@@ -23,7 +23,8 @@ Cell tags carry the conventions, so they survive Jupyter, Colab and jupytext:
     allowed to raise ``NotImplementedError``.
 ``hidden-cases`` (:data:`HIDDEN_CASES`)
     after an exercise's solution: ``hidden_cases_<name>(rng)``, the random inputs on
-    which the grader compares a submission with the solution. Secret like a solution
+    which the grader compares a submission with the solution (and, where needed, how:
+    ``bookkit.grading``). Secret like a solution
     (no student edition has it; ``bookkit.sync`` also tags it ``remove-cell``).
 ``hide-input`` (:data:`HIDE_INPUT`)
     code folded on the site (plotting helpers, copied functions, check functions).
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import nbformat
 
-from bookkit.config import repository
+from bookkit.config import repository, student_site_url
 
 SETUP = "remove-cell"
 EXPORT = "export"
@@ -192,14 +193,22 @@ SOLUTION_MARKERS = ("{solution}", "{solution-start}", "{solution-end}")
 WITHHELD_PAGES = ["book/course/instructor.md"]
 STUDENT_NOTE_MARK = "<!-- student-version -->"
 STUDENT_NOTE_ID = "student-version-note"  # fixed: regenerating gives identical files
-STUDENT_NOTE = f"""{STUDENT_NOTE_MARK}
+
+
+def student_note() -> str:
+    """The note under a student notebook's title: what it is, how the checks work,
+    and where to read the chapter (the course's student site, never the website with
+    the solutions)."""
+    site = student_site_url()
+    return f"""{STUDENT_NOTE_MARK}
 > **Student version.** The solutions are removed from this notebook; the exercises at
 > the end are yours. Each coding exercise has a stub that raises `NotImplementedError`
 > and a check cell below it: once you have written the function, run the check. It
 > names the case that fails, with the expected and the obtained value, until it prints
-> *All N checks passed*. Everything
-> else in the notebook runs as it is. The book's website has the full chapter, solutions
-> included (hidden in drop-downs)."""
+> *All N checks passed*. Everything else in the notebook runs as it is. The chapter is
+> also on the [course's student site]({site}), without solutions. Hand in your
+> exercises in the chapter's hand-out notebook, as the
+> [running page]({site}book/course/running.html) explains."""
 
 
 def without_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -238,7 +247,7 @@ def student_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in out.cells:
         clear_outputs(cell)
     title.source = link_edition(title.source, "student")
-    note = nbformat.v4.new_markdown_cell(STUDENT_NOTE)
+    note = nbformat.v4.new_markdown_cell(student_note())
     note.id = STUDENT_NOTE_ID
     out.cells.insert(1, note)
     out.metadata.pop("widgets", None)

@@ -16,7 +16,8 @@ writes
   on the site (``jupyter.source_hidden``: the exercise checks) folded as Colab forms
   (``cellView: "form"``; Colab ignores ``source_hidden``);
 - ``colab/student/NN_topic.ipynb``: the same from the student notebook
-  (``bookkit.notebook.student_notebook``), so no solutions at all.
+  (``bookkit.notebook.student_notebook``), so no solutions at all, and its links
+  point at the course's student site (``course.student_site``), not the website.
 
 The numbers are the website's: sphinx-proof counts each kind per chapter (Theorem 3.1,
 Lemma 3.1, ...), sphinx-exercise counts exercises, Sphinx counts labelled equations and
@@ -30,7 +31,8 @@ executed). Instead the counting is checked against the build:
 ``tests/editions/test_colab.py`` compares every number this module gives with the one
 Sphinx gave the same label in the built site (its ``environment.pickle``).
 
-The website's address is ``html.baseurl`` in _config.yml. Both editions are committed
+The website's address is ``html.baseurl`` in _config.yml, the student site's
+``course.student_site``. Both editions are committed
 (the Colab badges open them from GitHub); ``python -m bookkit.editions --check`` fails
 when one is stale.
 """
@@ -50,7 +52,7 @@ import yaml
 from pybtex.database import parse_file
 
 from bookkit.chapters import chapter
-from bookkit.config import site_url
+from bookkit.config import site_url, student_site_url
 from bookkit.notebook import (
     NOTEBOOK_NAME,
     SOLUTION,
@@ -517,10 +519,11 @@ def colab_edition(
         if caption is not None:
             cells.append(caption)
     page = f"{book.site}notebooks/{path.stem}.html"
+    where = "the course's student site" if student else "the book's website"
     note = nbformat.v4.new_markdown_cell(
         f"> **Colab edition** of [this chapter]({page}), generated from "
-        f"`notebooks/{path.name}`: cross-references and citations link to the book's "
-        "website. Run the first code cell before the others.")
+        f"`notebooks/{path.name}`: cross-references and citations link to {where}. "
+        "Run the first code cell before the others.")
     note.id = "colab-edition-note"  # fixed, so regenerating gives identical files
     out.cells = [cells[0], note, *cells[1:]]
     return out
@@ -556,9 +559,10 @@ def figure_caption(
     return caption
 
 
-def make_book(nbs: dict[Path, nbformat.NotebookNode]) -> Book:
+def make_book(nbs: dict[Path, nbformat.NotebookNode], site: str | None = None) -> Book:
+    """Numbers and links of every page, on ``site`` (default: the website)."""
     citations, years = read_citations()
-    book = Book(site_url(), citations, years)
+    book = Book(site or site_url(), citations, years)
     collect_targets(book, nbs)
     collect_page_targets(book)
     return book
@@ -569,6 +573,7 @@ def write_editions(
 ) -> list[str]:
     """Write (or with ``check``, compare) every Colab edition; return what was stale."""
     book, stale, wanted = make_book(nbs), [], set()
+    student_book = make_book(nbs, student_site_url())  # the student editions' links
     for path, nb in nbs.items():
         editions = [(False, COLAB)]
         if page_number(path) is not None:  # a chapter: its exercises, without answers
@@ -576,7 +581,8 @@ def write_editions(
         for student, folder in editions:
             target = folder / path.name
             wanted.add(target)
-            data = notebook_bytes(colab_edition(nb, path, book, student))
+            data = notebook_bytes(colab_edition(nb, path, student_book if student
+                                                else book, student))
             if not target.is_file() or target.read_bytes() != data:
                 stale.append(f"{target.relative_to(ROOT)}: stale Colab edition")
                 if not check:

@@ -35,6 +35,7 @@ from pathlib import Path
 import nbformat
 
 from bookkit.chapters import chapter, page_paths
+from bookkit.config import student_site_url
 from bookkit.course import CourseExercise, course_exercises
 from bookkit.editions.colab import Converter, make_book
 from bookkit.notebook import (
@@ -66,12 +67,13 @@ CHECK_DEFINITION = re.compile(
 IMPORTS = re.compile(r"^(?:import|from) \w", re.M)
 ASSIGNMENT_NOTE = """\
 > **Hand-in notebook.** The exercises of this chapter, with the chapter's definitions
-> folded above them (run every cell from the top). Read the chapter on the course's
-> student site or in your student notebook. Write each function in the cell of its stub
-> (replace the `raise NotImplementedError`), then run the check below it; write each
-> derivation or decision in the answer cell under its exercise. The check cells are
-> read-only: when your notebook is graded, every check runs as it is here, on more
-> inputs than it shows, whatever the notebook does to it. Hand in this notebook."""
+> folded above them (run every cell from the top). Read the chapter on the
+> [course's student site]({site}) or in your student notebook. Write each function in
+> the cell of its stub (replace the `raise NotImplementedError`), then run the check
+> below it; write each derivation or decision in the answer cell under its exercise.
+> The check cells are read-only: when your notebook is graded, every check runs as it
+> is here, on more inputs than it shows, whatever the notebook does to it. Hand in this
+> notebook, under its own name."""
 WRITTEN_ANSWER = "YOUR ANSWER HERE"
 
 
@@ -208,7 +210,8 @@ def assignment_source(path: Path) -> nbformat.NotebookNode:
     start = next((k for k, c in enumerate(nb.cells) if c.cell_type == "markdown"
                   and EXERCISES_HEADING.search(c.source)), None)
     quick = start is not None and all(e.stub > start for e in found)
-    converter = Converter(make_book({p: read(p) for p in page_paths()}),
+    site = student_site_url()  # a hand-out is for students: no link to the answers
+    converter = Converter(make_book({p: read(p) for p in page_paths()}, site),
                           chapter(path.stem).number)
     cells = []
     for k, cell in enumerate(nb.cells):
@@ -225,7 +228,7 @@ def assignment_source(path: Path) -> nbformat.NotebookNode:
             cell.source = text
         if k == 0:  # the title, without the Colab badge (the note says what this is)
             title = cell.source.split("\n", 1)[0]
-            cell.source = f"{title}: exercises\n\n{ASSIGNMENT_NOTE}"
+            cell.source = f"{title}: exercises\n\n{ASSIGNMENT_NOTE.format(site=site)}"
         elif k in stub_of:
             exercise = stub_of[k]
             solution = "\n\n".join(nb.cells[j].source for j in exercise.solutions)

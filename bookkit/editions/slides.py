@@ -19,6 +19,15 @@ slide for each in-class prompt that asks students to predict, vote, guess or ans
 before the cell runs, one for each discussion question, and the exercises to hand in
 with their kind and time. Answers that the page gives in parentheses after a question
 stay off the slides.
+
+**Speaker notes** (reveal.js's notes plugin, loaded from the local copy: press S for the
+speaker view). Every chapter's minute plan rows in the schedule (``minute_plan``: the
+sessions of the core module and the Part IV modules, each row given to the chapter its
+"run live" column names) become notes: all of them, with the session's name, on the
+title slide, and each row also on the first slide of the section it names (its italic
+section titles or ``{ref}`` labels), where the instructor needs it. A chapter the
+schedule has no plan for yet gets its learning objectives as notes. They are nbconvert's
+``slide_type: "notes"`` cells, which the slides themselves never show.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import re
 import shutil
 import struct
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
@@ -44,7 +54,7 @@ from bookkit.paths import EXECUTED_NOTEBOOKS, SCHEDULE
 
 REVEAL = Path(sphinx_revealjs.__file__).parent / "_static" / "revealjs"
 REVEAL_PARTS = ["dist/reveal.css", "dist/reveal.js", "dist/theme/white.css",
-                "dist/theme/fonts/source-sans-pro"]
+                "dist/theme/fonts/source-sans-pro", "plugin/notes/notes.js"]
 MAX_SLIDES, MAX_WORDS = 25, 40
 # The deck is laid out at 1280 x 760 and scaled to the screen: 720 / 760 at 1280 x 720.
 DECK_WIDTH, DECK_HEIGHT, SCREEN_HEIGHT = 1280, 760, 720
@@ -89,9 +99,11 @@ TEMPLATE = r"""{%- extends 'index.html.j2' -%}
 {%- endblock html_head_js_mathjax -%}
 {% block footer_js %}
 <script src="reveal.js/dist/reveal.js"></script>
+<script src="reveal.js/plugin/notes/notes.js"></script>
 <script>
+// S opens the speaker view: the minute plan's notes (RevealNotes, a local file)
 Reveal.initialize({hash: true, center: false, transition: "none", slideNumber: "c/t",
-                   width: 1280, height: 760});
+                   width: 1280, height: 760, plugins: [RevealNotes]});
 // plotly draws figures on hidden slides at a default size: resize on arrival
 Reveal.on("slidechanged", (event) => event.currentSlide
   .querySelectorAll(".plotly-graph-div").forEach((d) => window.Plotly.Plots.resize(d)));
@@ -293,16 +305,117 @@ def session_slides(schedule: str, titles: dict[str, str]) -> dict[int, list[dict
     return found
 
 
+@dataclass(frozen=True)
+class PlanRow:
+    """One row of a minute plan in the schedule, as speaker notes read it."""
+
+    session: str  # "Session 1: Why position?", "Module: Chapter 8 — Does ..."
+    minutes: str  # "0–10"
+    activity: str
+    live: str  # the "run live" column
+    sections: tuple[str, ...]  # the section titles and {ref} labels it names
+
+
+PLAN_ROW = re.compile(r"^\| (\d+)–(\d+) \| ([^|]*?) \|([^|]*)\|$", re.M)
+
+
+def note_text(text: str) -> str:
+    """Schedule Markdown as note text: roles reduced to their text, one line (answers in
+    parentheses kept: the notes are the instructor's)."""
+    text = re.sub(r"\{(?:ref|doc)\}`([^`<]*?)\s*<[^>]*>`", r"\1", text)
+    text = re.sub(r"\{(?:ref|doc)\}`([^`]*)`", r"\1", text)
+    return " ".join(text.split())
+
+
+def minute_plan(schedule: str) -> dict[int, list[PlanRow]]:
+    """Each chapter's rows of the schedule's minute plans: the core sessions
+    (``## Session k: ... (Chapters a and b)``) and the Part IV modules (``### Module:
+    Chapter N — ...``). A row belongs to the chapter its "run live" column names first
+    (``Ch. 6, ...``), else to the chapter of the row before it (the session's first
+    chapter for its first row)."""
+    found: dict[int, list[PlanRow]] = {}
+    for part in re.split(r"^(?=## Session \d|### Module:)", schedule, flags=re.M)[1:]:
+        heading, _, body = part.partition("\n")
+        body = re.split(r"^#{2,3} ", body, flags=re.M)[0]  # up to the next section
+        title = heading.lstrip("# ").strip()
+        if title.startswith("Session"):
+            numbers = re.search(r"\(Chapters? ([^)]*)\)\s*$", title)
+            title = title[: numbers.start()].strip() if numbers else title
+        else:
+            numbers = re.match(r"Module: Chapters? ([^—]*)", title)
+            title = re.sub(r"\s*\(one 90-minute session\)$", "", title)
+        chapters = [int(n) for n in re.findall(r"\d+", numbers[1])] if numbers else []
+        chapter = chapters[0] if chapters else 0
+        for start, end, activity, live in PLAN_ROW.findall(body):
+            named = re.search(r"Ch\. (\d+)", live)
+            chapter = int(named[1]) if named else chapter
+            sections = tuple(re.findall(r"\*([^*]+)\*", live)
+                             + re.findall(r"\{ref\}`([^`<]+)`", live))
+            found.setdefault(chapter, []).append(PlanRow(
+                title, f"{start}–{end}", note_text(activity), note_text(live),
+                sections))
+    return found
+
+
+def row_note(row: PlanRow) -> str:
+    """One row as a line of speaker notes."""
+    live = f" *Run:* {row.live}" if row.live else ""
+    return f"- **{row.minutes} min.** {row.activity}{live}"
+
+
+def _key(text: str) -> str:
+    """A section title compared loosely: lower case, letters and digits only."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def section_of(cell: nbformat.NotebookNode, current: list[str]) -> list[str]:
+    """The keys of the section a markdown cell opens (its ``##``/``###`` heading and
+    the labels before it), or ``current`` if it opens none."""
+    labels = re.findall(r"^\(([\w:.-]+)\)=\s*$", cell.source, re.M)
+    heading = re.search(r"^#{2,3} (.+)$", cell.source, re.M)
+    if not heading:
+        return current
+    return [_key(heading[1]), *labels]
+
+
+def matches(row: PlanRow, section: list[str]) -> bool:
+    """Whether a plan row names the section (a title it begins, or one of its
+    labels)."""
+    if not section:
+        return False
+    title, labels = section[0], section[1:]
+    return any(name in labels or (_key(name) and title.startswith(_key(name)))
+               for name in row.sections)
+
+
 def deck(nb: nbformat.NotebookNode, stem: str,
-         extra: list[dict] | None = None) -> nbformat.NotebookNode:
+         extra: list[dict] | None = None,
+         plan: list[PlanRow] | None = None) -> nbformat.NotebookNode:
     """The slide notebook: a title slide, the slides the code cells ask for, then the
-    ``extra`` slides (title and text, from the schedule)."""
+    ``extra`` slides (title and text, from the schedule); the minute plan's ``plan``
+    rows as speaker notes (on the title slide, and on the slides of the sections they
+    name)."""
     heading, *rest = nb.cells[0].source.split("\n")
     promise = [ln for ln in rest if ln.strip() and not ln.lstrip().startswith("<")]
     link = f'<a href="../notebooks/{stem}.html">Read the chapter</a>'
     cells = [slide("\n".join([heading, *promise, "", link]))]
+    plan = plan or []
+    if plan:
+        cells.append(slide(f"**{plan[0].session}**: this chapter's part of the "
+                           "minute plan (the schedule page).\n\n"
+                           + "\n".join(row_note(r) for r in plan), "notes"))
+    else:  # a chapter the schedule has no minute plan for yet: its objectives
+        objectives = next((c.source for c in nb.cells[1:4] if c.cell_type == "markdown"
+                           and "objectives" in c.source.lower()), "")
+        cells.append(slide("No minute plan in the schedule for this chapter yet. "
+                           + note_text(objectives), "notes"))
+    noted: set[PlanRow] = set()
+    section: list[str] = []
     for cell in nb.cells:
-        for spec in specs(cell):
+        if cell.cell_type == "markdown":
+            section = section_of(cell, section)
+        rows = [r for r in plan if r not in noted and matches(r, section)]
+        for k, spec in enumerate(specs(cell)):
             text = spec.get("text", "")
             if words(text) > MAX_WORDS:
                 raise ValueError(f"{stem}: slide {spec['title']!r} has {words(text)} "
@@ -313,6 +426,9 @@ def deck(nb: nbformat.NotebookNode, stem: str,
                             tick_and_legend_points(cell.source))
             if outputs:
                 cells.append(slide("", "-", outputs=outputs))
+            if k == 0 and rows:
+                cells.append(slide("\n".join(row_note(r) for r in rows), "notes"))
+                noted.update(rows)
     for spec in extra or []:
         if words(spec["text"]) > MAX_WORDS:
             raise ValueError(f"{stem}: the schedule's slide {spec['title']!r} has "
@@ -349,9 +465,13 @@ def main(argv: list[str] | None = None) -> int:
         reveal_url_prefix="reveal.js", reveal_theme="white", exclude_input=True,
         exclude_input_prompt=True, exclude_output_prompt=True)
     items = []
-    extra = session_slides(SCHEDULE.read_text(encoding="utf-8"), exercise_titles())
+    schedule = SCHEDULE.read_text(encoding="utf-8")
+    extra = session_slides(schedule, exercise_titles())
+    plans = minute_plan(schedule)
     for path in paths:
-        slides = deck(read(path), path.stem, extra.get(int(path.stem[:2]), []))
+        number = int(path.stem[:2])
+        slides = deck(read(path), path.stem, extra.get(number, []),
+                      plans.get(number, []))
         plotly = any(PLOTLY in o.get("data", {}) or "plotly-graph-div" in str(o)
                      for c in slides.cells for o in c.get("outputs", []))
         resources = {"metadata": {"name": path.stem}, "plotly": plotly}

@@ -45,7 +45,7 @@ import nbformat
 import yaml
 
 from bookkit.chapters import page_paths
-from bookkit.config import book_config, toc
+from bookkit.config import book_config, student_site_url, toc
 from bookkit.editions import slides
 from bookkit.notebook import (
     EDITION_LINK,
@@ -135,6 +135,7 @@ def student_config(config: dict) -> dict:
     """_config.yml for the student edition: nothing executed, the notes excluded."""
     config = yaml.safe_load(yaml.safe_dump(config))  # a deep copy
     config["execute"]["execute_notebooks"] = "off"
+    config["html"]["baseurl"] = student_site_url()  # where this edition is published
     # The repository holds the solutions (notebooks/): no button leading there.
     config["html"]["use_repository_button"] = False
     config["exclude_patterns"] = [*config["exclude_patterns"], *WITHHELD_PAGES]

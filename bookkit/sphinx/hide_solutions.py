@@ -7,6 +7,9 @@
 - tags every notebook cell tagged ``solution`` ``remove-cell`` as well, before myst-nb
   reads the notebook (a second net: the staged notebooks have no such cells);
 - switches on sphinx-exercise's ``hide_solutions``, for any ``{solution}`` directive;
+- adds the Sphinx tag ``student_edition``: the course pages put what only the full site
+  may say (solutions in drop-downs) in ``{only} not student_edition`` blocks, and what
+  only the student site says in ``{only} student_edition`` ones;
 - turns every link to a withheld page or one of its labels into its plain text
   (``hide_solutions_withheld = {"docs": [...], "labels": [...]}``, which the tool
   writes into the student edition's configuration): the course pages still say "the
@@ -28,10 +31,15 @@ from sphinx.util import docname_join
 
 from bookkit.notebook import HIDDEN_CASES, SETUP, SOLUTION
 
+# The Sphinx tag of the student edition: prose that only the full site may say (that
+# solutions sit in drop-downs, ...) goes in ```{only} not student_edition``` blocks.
+STUDENT_TAG = "student_edition"
+
 
 def _configure(app: Sphinx, config: Config) -> None:
     if config.book_student_edition:
         config.hide_solutions = True
+        app.tags.add(STUDENT_TAG)
 
 
 def _hide(app: Sphinx, docname: str, source: list[str]) -> None:

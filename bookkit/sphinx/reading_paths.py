@@ -51,7 +51,7 @@ from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from bookkit.chapters import chapter as registry_page
+from bookkit.chapters import DEFAULT_BUDGET
 from bookkit.chapters import pages as registry_pages
 from bookkit.measure import prose_stats
 from bookkit.notebook import BADGE_MARK, read
@@ -339,13 +339,11 @@ class ChapterCard(SphinxTransform):
         top = next(iter(self.document.findall(nodes.section)), None)
         if top is None:
             return
-        try:
-            budget = registry_page(path.stem).budget
-        except (KeyError, ValueError) as error:
-            logger.warning(f"chapter card: no budget for {docname} ({error})",
-                           location=docname)
-            return
-        entries = read(path).metadata.get("book", {}).get("prerequisites", [])
+        # The page's own metadata, as the registry reads it (bookkit.chapters), so that
+        # a book built from another folder (a test's fixture) gets its own cards.
+        settings = read(path).metadata.get("book", {})
+        budget = int(settings.get("budget_seconds", DEFAULT_BUDGET))
+        entries = settings.get("prerequisites", [])
         prerequisites = []
         for entry in entries:
             target = prerequisite_target(str(entry))

@@ -9,8 +9,10 @@ leaves out what the notebooks' code cells show:
 - the raw HTML of cell outputs (plotly's figure JSON, HTML tables' markup stays out; the
   figures' captions, which are prose, stay in).
 
-Sphinx's indexer has no option for it, so this wraps its ``WordCollector`` (the visitor
-that collects a page's words) when the extension is set up. The other half, finding a
+Sphinx's indexer has no option for it, so this wraps ``IndexBuilder._word_collector``
+(Sphinx 7.4's function that collects a page's words; its older ``WordCollector`` visitor
+is not used any more) when the extension is set up: it collects the words of a copy of
+the page without the code. The other half, finding a
 number such as 8192, is in the browser: Sphinx's ``searchtools.js`` drops every query
 term made of digits only, so the site serves a copy without that rule
 (``bookkit/site/vendor.py`` writes it; the index itself has always held numbers).
@@ -19,10 +21,10 @@ term made of digits only, so the site serves a copy without that rule
 from __future__ import annotations
 
 from docutils import nodes
-from sphinx.search import WordCollector
+from sphinx.search import IndexBuilder
 
 SKIPPED_ELEMENTS = ("cell_code_source",)  # myst-nb: the code of a cell
-_ORIGINAL = WordCollector.dispatch_visit
+_ORIGINAL = IndexBuilder._word_collector
 
 
 def is_code(node: nodes.Node) -> bool:
@@ -43,12 +45,19 @@ def is_code(node: nodes.Node) -> bool:
     return False
 
 
-def dispatch_visit(self: WordCollector, node: nodes.Node) -> None:
-    if is_code(node):
-        raise nodes.SkipNode
-    _ORIGINAL(self, node)
+def without_code(doctree: nodes.document) -> nodes.document:
+    """A copy of the page without its code (the page itself is left as it is)."""
+    pruned = doctree.deepcopy()
+    for node in list(pruned.findall(is_code)):
+        if node.parent is not None:  # not already gone with an enclosing node
+            node.parent.remove(node)
+    return pruned
+
+
+def word_collector(self: IndexBuilder, doctree: nodes.document):
+    return _ORIGINAL(self, without_code(doctree))
 
 
 def setup(app):
-    WordCollector.dispatch_visit = dispatch_visit
+    IndexBuilder._word_collector = word_collector
     return {"parallel_read_safe": True, "parallel_write_safe": True}

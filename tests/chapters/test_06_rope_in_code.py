@@ -824,7 +824,9 @@ def test_ex_6_5(capsys) -> None:
 
 @pytest.mark.parametrize("name, forbidden", [
     ("check_convert_qk_weight", ("permute_head_rows(W", "interleaved_to_halves_perm(8)")),
-    ("check_next_position_ids", ("position_ids_from_mask", "cumsum")),
+    # 6.5: the expected ids and the mistakes' ids are held, none counted from the mask
+    ("check_next_position_ids",
+     ("position_ids_from_mask", "cumsum", ".sum(", "real - 1", "real + 1", "arange(")),
 ])
 def test_checks_hold_expected_values(name, forbidden) -> None:
     """The student edition shows each check's source: it must not compute the

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bookkit.testing import load_chapter
+from bookkit.testing import assert_holds_values, fails, load_chapter, passes
 
 ch = load_chapter("08_does_position_matter")
 ch06 = load_chapter("06_rope_in_code")
@@ -370,8 +370,7 @@ def good_alibi_bias(slopes, num_positions):
 
 
 def test_check_alibi_bias_matrix(capsys) -> None:
-    ch.check_alibi_bias_matrix(good_alibi_bias)
-    assert "All 5 checks passed." in capsys.readouterr().out
+    passes(ch.check_alibi_bias_matrix, good_alibi_bias, 9, capsys)
 
     def flipped(slopes, T):
         bias = good_alibi_bias(slopes, T)
@@ -393,13 +392,24 @@ def test_check_alibi_bias_matrix(capsys) -> None:
             raise ValueError("bad input")
         return good_alibi_bias(slopes, T)
 
-    for wrong, message in [(flipped, "sign is flipped"), (unmasked, "causal mask is missing"),
-                           (off_by_one, "off-by-one"), (no_validation, "expected a ValueError"),
-                           (vague_error, "should mention 'num_positions'")]:
-        with pytest.raises(AssertionError, match=message):
-            ch.check_alibi_bias_matrix(wrong)
-    with pytest.raises(AssertionError, match=r"case two heads.*expected shape \(2, 3, 3\)"):
-        ch.check_alibi_bias_matrix(lambda s, T: good_alibi_bias(s, T)[:, :2])
+    def float64(slopes, T):  # float64 and a loop: also right
+        out = torch.full((len(slopes), T, T), float("-inf"), dtype=torch.float64)
+        for h, s in enumerate(slopes.tolist()):
+            for m in range(T):
+                for n in range(m + 1):
+                    out[h, m, n] = -s * (m - n)
+        if T < 1:
+            raise ValueError("num_positions must be positive")
+        return out
+
+    passes(ch.check_alibi_bias_matrix, float64, 9, capsys)
+    fails(ch.check_alibi_bias_matrix, flipped, "Exercise 8.3", "sign is flipped")
+    fails(ch.check_alibi_bias_matrix, unmasked, "causal mask is missing")
+    fails(ch.check_alibi_bias_matrix, off_by_one, "off-by-one")
+    fails(ch.check_alibi_bias_matrix, no_validation, "a ValueError", "no error")
+    fails(ch.check_alibi_bias_matrix, vague_error, "your own ValueError mentioning")
+    fails(ch.check_alibi_bias_matrix, lambda s, T: good_alibi_bias(s, T)[:, :2],
+          "case two heads", "shape (2, 3, 3)")
 
     def stub(slopes, T):
         raise NotImplementedError("Exercise 8.3")
@@ -417,20 +427,39 @@ def good_distance(weights):
 
 
 def test_check_mean_attention_distance(capsys) -> None:
-    ch.check_mean_attention_distance(good_distance)
-    assert "All 5 checks passed." in capsys.readouterr().out
+    passes(ch.check_mean_attention_distance, good_distance, 5, capsys)
     # hand-computed: uniform causal weights over T = 5 give (0 + 0.5 + 1 + 1.5 + 2) / 5 = 1
     uniform = torch.tril(torch.ones(5, 5)) / torch.arange(1, 6)[:, None]
     assert good_distance(uniform[None, None]).tolist() == pytest.approx([1.0])
+
+    def float32(w):  # float32 throughout, einsum: also right
+        if w.ndim != 4:
+            raise ValueError("weights must have shape (B, H, T, T)")
+        m = torch.arange(w.shape[-1], dtype=w.dtype)
+        return torch.einsum("bhmn,mn->bhm", w, m[:, None] - m[None, :]).mean((0, 2))
+
+    passes(ch.check_mean_attention_distance, float32, 5, capsys)
     wrong_answers = [
         (lambda w: -good_distance(w), "sign is flipped"),
         (lambda w: good_distance(w) / w.shape[-1], "averaged over all T x T"),
-        (lambda w: np.tile(good_distance(w), (w.shape[0], 1)), "batch axis was kept"),
-        (lambda w: good_distance(w) if w.ndim == 4 else np.zeros(1), "expected a ValueError"),
+        (lambda w: good_distance(w)[None] if w.ndim == 4 else None,
+         "batch axis was kept"),
+        (lambda w: good_distance(w) if w.ndim == 4 else np.zeros(1), "a ValueError"),
     ]
     for wrong, message in wrong_answers:
-        with pytest.raises(AssertionError, match=message):
-            ch.check_mean_attention_distance(wrong)
+        fails(ch.check_mean_attention_distance, wrong, "Exercise 8.4", message)
+
+
+@pytest.mark.parametrize("name, forbidden", [
+    # 8.3 and 8.4 hold sample values; no bias matrix or distance of their own
+    ("check_alibi_bias_matrix",
+     ("_reference", "subtract.outer", "masked_fill", "tril(", "np.where", "alibi_slopes(")),
+    ("check_mean_attention_distance", ("_reference", "subtract.outer", ".sum(")),
+])
+def test_checks_hold_expected_values(name, forbidden) -> None:
+    """The student edition shows each check's source: it must not compute the
+    answer."""
+    assert_holds_values("08_does_position_matter", name, forbidden)
 
 
 # --- the training schedule and the defaults the prose quotes ------------------------------

@@ -1192,8 +1192,36 @@ def test_ex_12_6_float64_and_transformers_float32_frequencies_pass(capsys) -> No
           "a tensor of shape (40,)")
 
 
+def test_keys_as_query_heads_is_the_station_mistake() -> None:
+    """The literal rows of the mistake 12.2's check names: k_proj permuted as if it
+    had n_heads heads, by reshape (halves_rows above), not by the chapter's code."""
+    for name, n_heads, n_kv, head_dim, _, _, _ in CH.CONVERT_CASES:
+        if name not in CH.KEYS_AS_QUERY_HEADS:
+            continue
+        index = torch.arange(n_kv * head_dim, dtype=torch.float64)[:, None]
+        rows = halves_rows(index, n_heads)[:, 0].long().tolist()
+        assert CH.KEYS_AS_QUERY_HEADS[name] == rows
+
+
+def test_station_2_does_not_show_the_answer_of_12_2() -> None:
+    """Station 2 reproduces the two broken ports; the right one (q_proj per query
+    head, k_proj per key/value head) is Exercise 12.2's answer, shown only in its
+    solution."""
+    from pathlib import Path
+
+    from bookkit.notebook import is_solution, read
+
+    for cell in read(Path(CH.__file__)).cells:
+        if cell.cell_type == "code" and not is_solution(cell):
+            assert "rows_to_halves(W_k, 2)" not in cell.source
+            assert "permuted per head" not in cell.source
+
+
 @pytest.mark.parametrize("name, forbidden", [
     ("check_rope_for_meta_layout", ("apply_rope_halves(", "argsort(")),
+    # 12.2: row orders held as literals, no permutation of its own
+    ("check_convert_meta_attention",
+     ("rows_to_halves(", "interleaved_to_halves_perm(", "transpose(", "reshape(")),
     ("check_rope_parameters_for", ("modern_rope_keys", 'rope_scaling"]')),
     ("check_dynamic_ntk_logits", ("dynamic_inv_freq(", "rope_with_inv_freq(")),
     # 12.4: no decoding step of its own (the old decode_variant), and no count of

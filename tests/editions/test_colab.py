@@ -14,6 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from bookkit.chapters import notebook_paths, page_paths
+from bookkit.config import site_url, student_site_url
 from bookkit.editions.colab import (
     Book,
     Converter,
@@ -21,8 +22,8 @@ from bookkit.editions.colab import (
     make_book,
     write_editions,
 )
-from bookkit.notebook import read, tags
-from bookkit.paths import COLAB, ROOT
+from bookkit.notebook import WITHHELD_PAGES, read, tags
+from bookkit.paths import COLAB, COLAB_HANDOUTS, ROOT
 
 CHAPTERS = notebook_paths()
 PAGES = page_paths()  # chapters and guides: a guide has a Colab edition, no student one
@@ -130,18 +131,43 @@ def test_conversion_of_each_construct() -> None:
     )
 
 
+STUDENT_EDITIONS = [COLAB / "student" / p.name for p in CHAPTERS] + [
+    COLAB_HANDOUTS / p.name for p in CHAPTERS
+]
+
+
+@pytest.mark.parametrize(
+    "path", STUDENT_EDITIONS, ids=lambda p: p.relative_to(COLAB).as_posix()
+)
+def test_student_editions_link_the_student_site(path: Path) -> None:
+    """A student's Colab edition and hand-out link the course's student site (its
+    address is course.student_site in _config.yml), never the website whose pages
+    show the solutions, and never the instructor page."""
+    text = "\n".join(c.source for c in read(path).cells if c.cell_type == "markdown")
+    public, student = site_url(), student_site_url()
+    urls = re.findall(r"https?://[^\s)\"'<>]+", text)
+    on_site = [u for u in urls if u.startswith(public) and not u.startswith(student)]
+    assert not on_site, f"{path.name} links the website with the solutions: {on_site}"
+    assert any(u.startswith(student) for u in urls), f"{path.name}: no student site"
+    for page in WITHHELD_PAGES:
+        assert page.removesuffix(".md") + ".html" not in text
+
+
 def test_links_reach_built_pages(site: Path) -> None:
-    """Every link into the website names a page and anchor the build produced."""
+    """Every link into the website names a page and anchor the build produced; the
+    student editions' links to the student site too (the same pages, the instructor
+    page withheld)."""
     book = make_book({p: read(p) for p in CHAPTERS})
     missing, ids = [], {}
-    for path in EDITIONS:
+    for path in EDITIONS + STUDENT_EDITIONS:
         text = "\n".join(
             c.source for c in read(path).cells if c.cell_type == "markdown"
         )
+        prefix = student_site_url() if path in STUDENT_EDITIONS else book.site
         for url in set(
-            re.findall(r"\]\((" + re.escape(book.site) + r"[^)\s]*)\)", text)
+            re.findall(r"\]\((" + re.escape(prefix) + r"[^)\s]*)\)", text)
         ):
-            page, _, anchor = url.removeprefix(book.site).partition("#")
+            page, _, anchor = url.removeprefix(prefix).partition("#")
             target = site / page
             if not target.is_file():
                 missing.append(url)
@@ -206,3 +232,12 @@ def test_figures_are_numbered_and_captioned() -> None:
 def test_no_numref_survives(path: Path) -> None:
     text = "\n".join(c.source for c in read(path).cells if c.cell_type == "markdown")
     assert "{numref}" not in text, f"{path.name}: a {{numref}} was not converted"
+
+
+def test_student_editions_hold_no_solution_text() -> None:
+    """colab/student/ is public and students open it: no solution text and no
+    quotation of a withheld page (bookkit/leaks.py), their notes included."""
+    from bookkit import leaks
+
+    found = leaks.scan(COLAB / "student", leaks.fingerprints(WITHHELD_PAGES))
+    assert not found, leaks.report(found)

@@ -24,11 +24,14 @@ from bookkit.chapters import chapters, notebook_paths
 from bookkit.editions.slides import (
     MAX_SLIDES,
     MAX_WORDS,
+    PlanRow,
     deck,
     main,
+    minute_plan,
     session_slides,
     words,
 )
+from bookkit.notebook import read as read_notebook
 
 STEMS = [p.stem for p in notebook_paths()]
 LOADS = {("script", "src"), ("img", "src"), ("iframe", "src"), ("link", "href"),
@@ -118,6 +121,10 @@ def test_synthetic_deck_is_offline(tmp_path: Path) -> None:
     for url in found.loads:
         if not url.startswith(("data:", "../_static/")):
             assert (out / url).is_file(), f"the deck loads {url}, which is not there"
+    # the speaker view: reveal.js's notes plugin, from the local copy, registered
+    page = (out / "09_demo.html").read_text()
+    assert "reveal.js/plugin/notes/notes.js" in found.loads
+    assert "plugins: [RevealNotes]" in page
     assert 'href="09_demo.html"' in (out / "index.html").read_text()
     assert not missing_css_references(out), missing_css_references(out)
 
@@ -158,6 +165,18 @@ def test_every_file_the_style_sheets_ask_for_is_there(slides: Path) -> None:
     assert not missing_css_references(slides), missing_css_references(slides)
 
 
+@pytest.mark.parametrize("page", STEMS)
+def test_every_deck_has_speaker_notes(page: str, slides: Path) -> None:
+    """Each built deck carries the minute plan as speaker notes and loads reveal.js's
+    notes plugin from the site itself (the speaker view works offline)."""
+    text = (slides / f"{page}.html").read_text()
+    assert '<aside class="notes">' in text, f"{page}: no speaker notes"
+    found = Resources(text)
+    assert "reveal.js/plugin/notes/notes.js" in found.loads
+    assert (slides / "reveal.js" / "plugin" / "notes" / "notes.js").is_file()
+    assert "plugins: [RevealNotes]" in text
+
+
 @pytest.mark.parametrize("page", ["index", *STEMS])
 def test_page_loads_nothing_remote(page: str, slides: Path) -> None:
     path = slides / f"{page}.html"
@@ -179,7 +198,8 @@ PROBE = """() => {
   for (let k = 0; k < Reveal.getTotalSlides(); k++) {
     Reveal.slide(k);
     const s = Reveal.getCurrentSlide();
-    const text = Array.from(s.querySelectorAll('.jp-MarkdownCell')).map(cell => {
+    const text = Array.from(s.querySelectorAll('.jp-MarkdownCell'))
+      .filter(cell => !cell.closest('aside.notes')).map(cell => {
       const c = cell.cloneNode(true);
       c.querySelectorAll('h1, h2, mjx-container').forEach(e => e.remove());
       return c.textContent; }).join(' ');
@@ -189,7 +209,11 @@ PROBE = """() => {
       images: Array.from(s.querySelectorAll('img')).filter(
         i => !(i.complete && i.naturalWidth > 0)).length});
   }
+  const notes = Array.from(document.querySelectorAll('aside.notes'));
   return {slides: out, height: Reveal.getConfig().height,
+    notes: notes.length,
+    notesShown: notes.filter(n => n.offsetParent !== null).length,
+    notesPlugin: Reveal.hasPlugin('notes'),
     math: document.querySelectorAll('mjx-container').length,
     mathErrors: document.querySelectorAll('mjx-merror').length,
     rawTex: /\\$\\$/.test(document.querySelector('.slides').innerText),
@@ -245,6 +269,8 @@ def test_deck_in_browser(page: str, slides: Path, site: Path) -> None:
     assert probe["math"] > 0 and probe["mathErrors"] == 0 and not probe["rawTex"], \
         f"{page}: math not typeset ({probe})"
     assert probe["plotlyEmpty"] == 0, f"{page}: plotly figures not drawn"
+    assert probe["notes"] > 0 and probe["notesPlugin"], f"{page}: no speaker notes"
+    assert probe["notesShown"] == 0, f"{page}: speaker notes shown on a slide"
     assert probe["noKeyboard"] == 0, f"{page}: figure controls without keyboard ones"
     for s in found:
         where = f"{page} slide {s['k'] + 1} ({s['title']!r})"
@@ -423,3 +449,83 @@ def test_smaller_tick_or_legend_text_is_taken_into_account(capsys) -> None:
     sized([output], " ".join(["word"] * MAX_WORDS), "02_demo, 'Legend'", 9.0)
     # 9 pt at 100 dpi: a 4.5-inch figure gets about 410 px under four lines of text
     assert "02_demo, 'Legend': 9-pt tick or legend text is" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------- speaker notes
+
+PLAN_SAMPLE = """\
+## Session 1: A sample (Chapters 8 and 9)
+
+| minutes | activity | run live |
+| --- | --- | --- |
+| 0–10 | Predict, then run. | Ch. 8, *A figure section*: the first cell |
+| 10–20 | On the board: {ref}`Exercise 8.1 <ex-08-a>`. | |
+| 20–30 | The second chapter. | Ch. 9, {ref}`sec-09-x` |
+
+## Shorter and longer versions
+
+| 0–10 | Not a session's row. | Ch. 8 |
+
+### Module: Chapter 9 — A module (one 90-minute session)
+
+| 0–15 | A module's row. | |
+"""
+
+
+def test_minute_plan_rows_go_to_the_chapter_they_run() -> None:
+    plan = minute_plan(PLAN_SAMPLE)
+    assert [r.minutes for r in plan[8]] == ["0–10", "10–20"]
+    assert [r.minutes for r in plan[9]] == ["20–30", "0–15"]
+    first, second = plan[8]
+    assert first.session == "Session 1: A sample"
+    assert first.sections == ("A figure section",)
+    assert second.activity == "On the board: Exercise 8.1."
+    assert plan[9][0].sections == ("sec-09-x",)
+    assert plan[9][1].session == "Module: Chapter 9 — A module"
+    assert not any("Not a session" in r.activity for rows in plan.values()
+                   for r in rows)
+
+
+def test_notes_go_on_the_title_slide_and_the_matching_slide() -> None:
+    nb = executed_notebook()
+    nb.cells.insert(3, nbformat.v4.new_markdown_cell("## A figure section, in full"))
+    rows = [PlanRow("Session 1: A sample", "0–10", "Predict, then run.", "Ch. 8",
+                    ("A figure section",)),
+            PlanRow("Session 1: A sample", "10–20", "Discuss.", "", ())]
+    made = deck(nb, "08_demo", plan=rows)
+    kinds = [c.metadata.slideshow.slide_type for c in made.cells]
+    assert kinds.count("slide") == made.metadata.slides == 4, "notes are no slides"
+    notes = [(k, c.source) for k, c in enumerate(made.cells) if kinds[k] == "notes"]
+    assert notes[0][0] == 1 and "Session 1: A sample" in notes[0][1]
+    assert "**0–10 min.** Predict" in notes[0][1] and "**10–20 min.**" in notes[0][1]
+    k, text = notes[1]
+    assert made.cells[k - 2].source.startswith("## A figure"), "after the figure slide"
+    assert text == "- **0–10 min.** Predict, then run. *Run:* Ch. 8"
+    assert len(notes) == 2, "a row goes to the first matching slide only"
+
+
+def test_every_chapter_has_speaker_notes_from_the_schedule() -> None:
+    """From the real schedule: every chapter of the core module and of Part IV has
+    minute plan rows, and its deck gets them as notes; a chapter without a plan gets
+    its objectives (every deck has notes)."""
+    from bookkit.paths import SCHEDULE
+
+    plan = minute_plan(SCHEDULE.read_text())
+    assert set(range(1, 13)) <= set(plan), "Chapters 1-12 have a minute plan"
+    for chapter in chapters():
+        rows = plan.get(chapter.number, [])
+        made = deck(read_notebook(chapter.path), chapter.path.stem, plan=rows)
+        notes = [c for c in made.cells
+                 if c.metadata.slideshow.slide_type == "notes"]
+        assert notes, f"{chapter.path.stem}: no speaker notes"
+        assert ("min.**" if rows else "objectives") in notes[0].source
+
+
+def test_a_chapter_without_a_plan_gets_its_objectives_as_notes() -> None:
+    nb = executed_notebook()
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell(
+        "**Learning objectives.** After this chapter you can\n\n1. rotate a pair."))
+    notes = [c.source for c in deck(nb, "13_demo").cells
+             if c.metadata.slideshow.slide_type == "notes"]
+    assert notes == ["No minute plan in the schedule for this chapter yet. **Learning "
+                     "objectives.** After this chapter you can 1. rotate a pair."]

@@ -402,3 +402,25 @@ def test_colab_student_edition_folds_the_checks(path: Path) -> None:
             "in colab/student/: run make sync"
         )
         assert forms[cell.source].source.startswith("# @title ")
+
+
+def test_student_site_address_is_configurable(monkeypatch) -> None:
+    """course.student_site in _config.yml sets the student site (a slash added);
+    without it the default; the student notebook's note links it, not the website."""
+    from bookkit import config, notebook
+
+    assert config.student_site_url() == (
+        config.book_config()["course"]["student_site"].rstrip("/") + "/")
+    monkeypatch.setattr(config, "book_config", lambda: {
+        "course": {"student_site": "https://course.example.org/rope"}})
+    assert config.student_site_url() == "https://course.example.org/rope/"
+    note = notebook.student_note()
+    assert "](https://course.example.org/rope/)" in note
+    assert "https://course.example.org/rope/book/course/running.html" in note
+    assert "website" not in note and "drop-down" not in note
+    monkeypatch.setattr(config, "book_config", lambda: {"html": {}})
+    assert config.student_site_url() == config.DEFAULT_STUDENT_SITE
+    monkeypatch.setattr(config, "book_config", lambda: {
+        "course": {"student_site": "http://insecure.example.org/"}})
+    with pytest.raises(ValueError, match="course.student_site"):
+        config.student_site_url()

@@ -31,6 +31,7 @@ from bookkit.chapters import notebook_paths
 from bookkit.editions import student_site as make_student_site
 from bookkit.notebook import (
     CHECK,
+    NOTEBOOK_NAME,
     SOLUTION,
     notebook_bytes,
     read,
@@ -161,7 +162,13 @@ def test_every_colab_link_opens_a_student_edition(student_site: Path) -> None:
         for link in colab.findall(page.read_text(errors="replace"))
     }
     assert len(links) >= len(PATHS)
-    full = sorted(link for link in links if "/colab/student/" not in link)
+    # A chapter's Colab edition holds its solutions: the student site links the student
+    # one. A guide has no solutions and no student edition: its link stays.
+    full = sorted(
+        link for link in links
+        if "/colab/student/" not in link and "/colab/handouts/" not in link
+        and NOTEBOOK_NAME.match(link.rsplit("/", 1)[-1])
+    )
     assert not full, f"links to Colab editions with solutions: {full[:5]}"
 
 
@@ -238,6 +245,9 @@ def test_student_config_and_toc() -> None:
         yaml.safe_load((ROOT / "_config.yml").read_text())
     )
     assert config["execute"]["execute_notebooks"] == "off"
+    from bookkit.config import student_site_url
+
+    assert config["html"]["baseurl"] == student_site_url()
     assert config["html"]["use_repository_button"] is False
     assert set(WITHHELD) <= set(config["exclude_patterns"])
     assert config["sphinx"]["config"]["hide_solutions_withheld"]["labels"]
@@ -261,9 +271,12 @@ def test_the_student_edition_extension_removes_every_solution_cell() -> None:
     path = notebook_paths()[5]
 
     def app(student: bool):
+        from sphinx.util.tags import Tags
+
         return types.SimpleNamespace(
             env=types.SimpleNamespace(doc2path=lambda name: str(path)),
             config=types.SimpleNamespace(book_student_edition=student),
+            tags=Tags(),
         )
 
     source = [path.read_text()]
@@ -286,5 +299,50 @@ def test_the_student_edition_extension_removes_every_solution_cell() -> None:
         config = types.SimpleNamespace(
             hide_solutions=False, book_student_edition=student
         )
-        hide_solutions._configure(app(student), config)
+        sphinx_app = app(student)
+        hide_solutions._configure(sphinx_app, config)
         assert config.hide_solutions is student
+        # the tag of {only} blocks: the course pages' full-site sentences
+        assert sphinx_app.tags.has(hide_solutions.STUDENT_TAG) is student
+
+
+ONLY = re.compile(r"^(`{3,}|:{3,})\{only\}\s*(.*)$")
+FULL_SITE_ONLY = re.compile(r"drop-?downs?|solutions? (?:are|is) (?:in|hidden)", re.I)
+
+
+def full_site_lines(text: str) -> list[tuple[int, str]]:
+    """Numbered lines of a page that the student site shows too: all but those inside
+    an ``{only} not student_edition`` block."""
+    out, closing = [], None  # closing: the fence that ends the block being skipped
+    for k, line in enumerate(text.splitlines(), start=1):
+        found = ONLY.match(line)
+        if closing is None and found and found[2].strip() == "not student_edition":
+            closing = found[1]
+        elif closing is not None and line.strip() == closing:
+            closing = None
+        elif closing is None:
+            out.append((k, line))
+    return out
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", ["index", "running", "schedule"])
+def test_course_pages_say_solutions_are_in_drop_downs_only_on_the_full_site(
+        name: str) -> None:
+    """The student site is built from the same course pages with the Sphinx tag
+    student_edition: every sentence that says where solutions are shown sits in an
+    ``{only} not student_edition`` block (the instructor page is not built there)."""
+    from bookkit.paths import COURSE_PAGES
+
+    text = (COURSE_PAGES / f"{name}.md").read_text()
+    said = [f"{name}.md:{k}: {line}" for k, line in full_site_lines(text)
+            if FULL_SITE_ONLY.search(line)]
+    assert not said, "outside {only} not student_edition:\n" + "\n".join(said)
+
+
+@pytest.mark.site
+def test_student_site_course_pages_promise_no_solutions(student_site: Path) -> None:
+    for name in ("index", "running", "schedule"):
+        text = (student_site / "book" / "course" / f"{name}.html").read_text()
+        words = re.sub(r"<[^>]+>", " ", text)
+        assert not FULL_SITE_ONLY.search(words), f"{name}.html: {FULL_SITE_ONLY}"

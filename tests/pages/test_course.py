@@ -43,13 +43,49 @@ def test_index_links_every_chapter(path) -> None:
     )
 
 
+def test_running_page_lists_every_page_in_colab() -> None:
+    """The running page's Colab table is made from the registry ({colab-links},
+    bookkit/sphinx/course_tables.py): every chapter with its Colab edition (the one its
+    badge opens), student edition and hand-out; every guide with its Colab edition; on
+    the student site no link to an edition with solutions."""
+    from bookkit.chapters import pages
+    from bookkit.sphinx.course_tables import colab_rows
+
+    assert "```{colab-links}" in page("running")
+    full, student = colab_rows(False), colab_rows(True)
+    assert len(full) == len(student) == len(pages())
+    for page_, row in zip(pages(), full, strict=True):
+        links = [link for _, link in row if link]
+        assert colab_url(f"colab/{page_.name}") in links
+        if page_.is_chapter:
+            assert colab_url(f"colab/student/{page_.name}") in links
+            assert colab_url(f"colab/handouts/{page_.name}") in links
+    for page_, row in zip(pages(), student, strict=True):
+        links = [link for _, link in row if link]
+        if page_.is_chapter:
+            assert colab_url(f"colab/{page_.name}") not in links
+
+
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
-def test_running_page_has_the_colab_link(path) -> None:
-    edition = colab_url(f"colab/{path.name}")  # the Colab edition the badge opens
-    assert f"]({edition})" in page("running"), (
-        f"book/course/running.md lacks the Colab link {edition} "
-        "(it must match the badge that bookkit/sync.py writes)"
-    )
+def test_running_page_links_the_hand_out(path) -> None:
+    """One hand-in path: the running page's table opens every chapter's hand-out in
+    Colab (the committed release in colab/handouts/, what the grader recognises)."""
+    from bookkit.paths import COLAB_HANDOUTS
+
+    handout = COLAB_HANDOUTS / path.name
+    assert handout.is_file(), f"no hand-out {handout}: run python -m bookkit.editions"
+    link = colab_url(f"colab/handouts/{path.name}")
+    row = next((line for line in page("running").splitlines()
+                if line.startswith("| ") and f"colab/{path.name})" in line), "")
+    assert f"]({link})" in row, f"the running page's row of {path.stem} lacks {link}"
+
+
+def test_running_page_names_one_hand_in_path() -> None:
+    """Students hand in the hand-out, by its name, and nothing else."""
+    text = " ".join(page("running").split())
+    assert "colab/handouts/NN_topic.ipynb" in text
+    assert "Hand in the hand-out and nothing else" in text
+    assert "Download .ipynb" in text and "Keep the name `NN_topic.ipynb`" in text
 
 
 def test_course_pages_link_each_other_and_the_reference_pages() -> None:
@@ -263,3 +299,67 @@ def test_running_page_says_each_thing_once() -> None:
     assert not repeated, f"running.md repeats {repeated}"
     assert "A failing check names the case and shows what was expected" not in page(
         "running")
+
+
+def test_instructor_page_explains_grading_as_it_works() -> None:
+    """The instructor page describes the grader the code implements: every column of
+    grades.csv, the LMS file, the shares of bookkit/course.py, the hidden cases'
+    half of the checks, batches kept; not the old one point per check."""
+    from bookkit import autograde
+    from bookkit.course import CourseExercise
+
+    text = " ".join(page("instructor").split())
+    for field in autograde.FIELDS:
+        assert f"`{field}`" in text, f"the instructor page does not explain {field}"
+    assert "gradebook.csv" in text and "Moodle" in text and "Canvas" in text
+    code = CourseExercise("0.1", "ex", "t", "code", 20, None)
+    written = CourseExercise("0.2", "ex", "t", "code + decision", 20, 3)
+    assert code.shares(True) == {"checks": 0.7, "code": 0.3, "written": 0.0}
+    assert written.shares(True) == {"checks": 0.5, "code": 0.2, "written": 0.3}
+    assert "| code | 70 % | 30 % | |" in text
+    assert "| 50 % | 20 % | 30 % |" in text
+    assert autograde.HIDDEN_SHARE == 0.5 and "half by the **hidden cases**" in text
+    assert "never graded over" in text and "tampering" in text
+    for gone in ("worth 1 point", "cannot see is a solution that special-cases"):
+        assert gone not in text, f"the instructor page still says {gone!r}"
+
+
+def test_run_time_claims_agree_with_the_budgets() -> None:
+    """A page that says notebooks run in under a minute says "most" (or names the
+    chapters) whenever the registry grants a chapter more than a minute (Chapter 8 300
+    s, Chapter 9 180 s), and none says that no notebook takes more than a minute."""
+    from bookkit.chapters import chapters
+    from bookkit.paths import BOOK, ROOT
+
+    if max(c.budget for c in chapters()) <= 60:
+        pytest.skip("every chapter's budget is a minute")
+    pages = [*BOOK.glob("*.md"), *COURSE.glob("*.md"), ROOT / "README.md"]
+    for path in pages:
+        text = " ".join(path.read_text().split())
+        assert "no notebook takes more than a minute" not in text, path.name
+        for sentence in re.split(r"(?<=[.;])\s", text):
+            if "under a minute" in sentence:
+                assert re.search(r"\bmost\b|ten of them|Chapters 1–7", sentence), (
+                    f"{path.name}: {sentence!r} claims every notebook runs in under "
+                    "a minute")
+
+
+def test_intensive_plan_schedules_every_core_hand_in() -> None:
+    """The intensive plan of the schedule (one week, two weeks) gives every day a
+    session and a hand-in, and keeps every exercise the weekly sessions hand in."""
+    text = page("schedule")
+    section = text[text.index("(course-intensive)="):text.index("## Part IV")]
+    weekly = {}
+    for row in re.findall(r"^\| (\d) \| [\d, ]+ \| [^|]+ \| ([^|]+) \|$", text, re.M):
+        weekly[int(row[0])] = re.findall(r"\d+\.\d+", row[1])
+    core = [x for session in range(1, 5) for x in weekly[session]]
+    assert len(core) == 15, weekly
+    tables = re.split(r"\*\*Two weeks", section)
+    for table, days in zip(tables, (5, 10), strict=True):
+        rows = [[cell.strip() for cell in line.strip("|").split("|")]
+                for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
+        assert [int(r[0]) for r in rows] == list(range(1, days + 1))
+        handed = " ".join(r[3] for r in rows)
+        missing = [x for x in core if x not in handed]
+        assert not missing, f"{days}-day plan: no hand-in of {missing}"
+        assert all(r[1] for r in rows), "a day without a morning session"

@@ -11,7 +11,7 @@ import pytest
 from docutils import nodes
 
 from bookkit.site.vendor import NUMERIC_RULE, searchtools_with_numbers
-from bookkit.sphinx.search_prose import is_code
+from bookkit.sphinx.search_prose import is_code, without_code, word_collector
 
 
 def search_index(site: Path) -> dict:
@@ -62,3 +62,29 @@ def test_the_served_search_keeps_everything_but_the_numeric_rule() -> None:
     assert "queryTerm.match(/^\\d+$/)" not in patched
     assert "stopwords.indexOf(queryTermLower) !== -1" in patched
     assert "splitQuery" in patched and len(patched) > 10_000
+
+
+@pytest.mark.unit
+def test_the_indexer_collects_the_prose_only() -> None:
+    """Sphinx's own word collector, given a page with a code cell, an output's HTML and
+    a paragraph, finds the paragraph's words only; the page itself is untouched."""
+    import types
+
+    from docutils.utils import new_document
+    from sphinx.search.en import SearchEnglish
+
+    page = new_document("page")
+    page += nodes.paragraph(text="the rotation keeps norms")
+    cell = nodes.container(nb_element="cell_code")
+    source = nodes.container(nb_element="cell_code_source")
+    source += nodes.literal_block("", "fig = plt.figure(linewidth=2)")
+    output = nodes.container(nb_element="cell_code_output")
+    output += nodes.raw("", "<div>hovertemplate</div>", format="html")
+    cell += [source, output]
+    page += cell
+    indexer = types.SimpleNamespace(lang=SearchEnglish({}))
+    words = word_collector(indexer, page).words
+    assert "rotation" in words and "norms" in words
+    assert not {"linewidth", "fig", "hovertemplate"} & set(words)
+    assert "linewidth" in page.astext(), "the page keeps its code"
+    assert "linewidth" not in without_code(page).astext()

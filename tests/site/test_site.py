@@ -67,9 +67,10 @@ DOM_PROBE = """() => {
     mjx: q('mjx-container').length,
     mjx_errors: q('mjx-merror').length,
     // The text of the typeset math (MathJax's assistive MathML): a backslash there is
-    // TeX that MathJax printed instead of typesetting (\\_ inside \text{...}).
+    // TeX that MathJax printed instead of typesetting (an underscore escaped
+    // inside a text group).
     math_backslashes: q('mjx-assistive-mml').map(m => m.textContent)
-      .filter(t => t.includes('\\')).slice(0, 5),
+      .filter(t => t.includes(String.fromCharCode(92))).slice(0, 5),
     raw_tex: /\\\\\\(|\\\\\\[|\\$\\$/.test(
       q('article').map(a => a.innerText).join(' ')),
     images: q('article img').map(i => ({src: i.getAttribute('src').slice(0, 80),
