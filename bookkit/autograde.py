@@ -43,6 +43,7 @@ import warnings
 from pathlib import Path
 
 import nbformat
+from nbformat.corpus.words import generate_corpus_id
 
 from bookkit.chapters import notebook_paths
 from bookkit.course import course_exercises
@@ -132,7 +133,9 @@ def restore_missing(submitted: nbformat.NotebookNode,
                     release: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The submission with every deleted test cell put back after the nearest cell of
     the release before it (nbgrader's own ``add_missing_cells`` fails when that cell is
-    gone too). nbgrader then restores the source of every test cell."""
+    gone too). nbgrader then restores the source of every test cell. A restored cell
+    whose id the submission already uses (a Colab edition shares the release's ids)
+    gets a fresh one."""
     out = nbformat.from_dict(submitted)
     for k, cell in enumerate(release.cells):
         meta = cell.metadata.get("nbgrader", {})
@@ -142,8 +145,10 @@ def restore_missing(submitted: nbformat.NotebookNode,
                  if (gid := c.metadata.get("nbgrader", {}).get("grade_id"))}
         anchors = [where[g] for c in release.cells[:k]
                    if (g := c.metadata.get("nbgrader", {}).get("grade_id")) in where]
-        out.cells.insert(anchors[-1] + 1 if anchors else len(out.cells),
-                         nbformat.from_dict(cell))
+        restored = nbformat.from_dict(cell)
+        if restored.get("id") in {c.get("id") for c in out.cells}:
+            restored["id"] = generate_corpus_id()
+        out.cells.insert(anchors[-1] + 1 if anchors else len(out.cells), restored)
     return out
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from bookkit.chapters import notebook_paths
+from bookkit.chapters import chapters, notebook_paths
 from bookkit.measure import prose_stats
 from bookkit.notebook import colab_url, read
 from bookkit.paths import COURSE_PAGES
@@ -72,12 +72,15 @@ def test_running_page_links_the_hand_out(path) -> None:
     Colab (the committed release in colab/handouts/, what the grader recognises)."""
     from bookkit.paths import COLAB_HANDOUTS
 
+    from bookkit.sphinx.course_tables import colab_rows
+
     handout = COLAB_HANDOUTS / path.name
     assert handout.is_file(), f"no hand-out {handout}: run python -m bookkit.editions"
     link = colab_url(f"colab/handouts/{path.name}")
-    row = next((line for line in page("running").splitlines()
-                if line.startswith("| ") and f"colab/{path.name})" in line), "")
-    assert f"]({link})" in row, f"the running page's row of {path.stem} lacks {link}"
+    assert "```{colab-links}" in page("running")
+    rows = [[url for _, url in row if url] for row in colab_rows(False)]
+    assert any(link in urls and colab_url(f"colab/{path.name}") in urls
+               for urls in rows), f"the running page's table lacks {link}"
 
 
 def test_running_page_names_one_hand_in_path() -> None:
@@ -264,7 +267,13 @@ def modules(text: str) -> list[str]:
 
 def test_every_session_and_module_has_objectives() -> None:
     blocks = modules(page("schedule"))
-    assert len(blocks) == 8, f"expected 4 sessions and 4 modules, found {len(blocks)}"
+    sessions = [b for b in blocks if b.startswith("## Session")]
+    assert len(sessions) == 4, f"expected 4 sessions, found {len(sessions)}"
+    taught = {int(n) for b in blocks if b.startswith("### Module:")
+              for n in re.findall(r"\d+", b.splitlines()[0].split("—")[0])}
+    later = {c.number for c in chapters() if c.number > 7}
+    assert taught == later, (
+        f"schedule.md: modules teach Chapters {sorted(taught)}, the book has {sorted(later)}")
     for block in blocks:
         title = block.splitlines()[0]
         assert "**Objectives.**" in block, f"schedule.md: {title} has no Objectives"
@@ -278,8 +287,9 @@ def test_course_pages_describe_the_whole_book() -> None:
         for stale in ("four 90-minute sessions", "seven runnable", "form three parts",
                       "seven chapters", "six stations"):
             assert stale not in text, f"{name}.md still says {stale!r}"
-    assert "twelve runnable chapters in four parts" in page("index")
+    assert "fifteen runnable chapters in five parts" in page("index")
     assert "| IV. In practice | 8–12 |" in page("index")
+    assert "| V. Positions in today's models | 13–15 |" in page("index")
     assert not re.search(r"make student .*07_long_range_decay", page("instructor"))
 
 
