@@ -687,13 +687,6 @@ def test_rope_code_by_hand_and_the_wish_list_row() -> None:
     assert ch.range_excursion(codes(seen, slow), codes(new, slow)) > 2
 
 
-    train, new = ch.rope_code(range(512), 384), ch.rope_code(range(512, 1024), 384)
-    assert ch.range_excursion(train, new) > 2  # slow planes leave their range: D3 fails
-    fast = ch.rope_code(range(512), 384)[:, :2 * 90]  # planes with wavelengths below 512
-    fast_new = ch.rope_code(range(512, 1024), 384)[:, :2 * 90]
-    assert ch.range_excursion(fast, fast_new) < 0.01
-
-
 # ------------------------------------------------------ exercise checks
 
 
