@@ -8,10 +8,14 @@ import re
 
 import pytest
 
-from bookkit.chapters import chapters, notebook_paths
+from bookkit import autograde
+from bookkit.chapters import chapters, notebook_paths, pages
+from bookkit.course import CourseExercise
 from bookkit.measure import prose_stats
 from bookkit.notebook import colab_url, read
-from bookkit.paths import COURSE_PAGES
+from bookkit.paths import BOOK, COLAB_HANDOUTS, COURSE_PAGES, ROOT
+from bookkit.sphinx.course_tables import colab_rows
+from bookkit.sphinx.reading_paths import reading_time_rows
 
 COURSE = COURSE_PAGES
 PAGES = ["index", "schedule", "running", "instructor"]
@@ -48,8 +52,6 @@ def test_running_page_lists_every_page_in_colab() -> None:
     bookkit/sphinx/course_tables.py): every chapter with its Colab edition (the one its
     badge opens), student edition and hand-out; every guide with its Colab edition; on
     the student site no link to an edition with solutions."""
-    from bookkit.chapters import pages
-    from bookkit.sphinx.course_tables import colab_rows
 
     assert "```{colab-links}" in page("running")
     full, student = colab_rows(False), colab_rows(True)
@@ -70,9 +72,6 @@ def test_running_page_lists_every_page_in_colab() -> None:
 def test_running_page_links_the_hand_out(path) -> None:
     """One hand-in path: the running page's table opens every chapter's hand-out in
     Colab (the committed release in colab/handouts/, what the grader recognises)."""
-    from bookkit.paths import COLAB_HANDOUTS
-
-    from bookkit.sphinx.course_tables import colab_rows
 
     handout = COLAB_HANDOUTS / path.name
     assert handout.is_file(), f"no hand-out {handout}: run python -m bookkit.editions"
@@ -244,7 +243,6 @@ def test_reading_times_follow_the_rule() -> None:
     """The schedule's table is the {reading-times} directive, computed from the
     notebooks at build time (bookkit/sphinx/reading_paths.py); its rows follow the rule
     the page states, recomputed here from the counts."""
-    from bookkit.sphinx.reading_paths import reading_time_rows
 
     assert "```{reading-times}" in page("schedule"), "the table is not generated"
     assert "100 words a minute" in page("schedule") and "24 lines a minute" in page(
@@ -273,7 +271,8 @@ def test_every_session_and_module_has_objectives() -> None:
               for n in re.findall(r"\d+", b.splitlines()[0].split("—")[0])}
     later = {c.number for c in chapters() if c.number > 7}
     assert taught == later, (
-        f"schedule.md: modules teach Chapters {sorted(taught)}, the book has {sorted(later)}")
+        f"schedule.md: modules teach Chapters {sorted(taught)}, "
+        f"the book has {sorted(later)}")
     for block in blocks:
         title = block.splitlines()[0]
         assert "**Objectives.**" in block, f"schedule.md: {title} has no Objectives"
@@ -315,8 +314,6 @@ def test_instructor_page_explains_grading_as_it_works() -> None:
     """The instructor page describes the grader the code implements: every column of
     grades.csv, the LMS file, the shares of bookkit/course.py, the hidden cases'
     half of the checks, batches kept; not the old one point per check."""
-    from bookkit import autograde
-    from bookkit.course import CourseExercise
 
     text = " ".join(page("instructor").split())
     for field in autograde.FIELDS:
@@ -338,8 +335,6 @@ def test_run_time_claims_agree_with_the_budgets() -> None:
     """A page that says notebooks run in under a minute says "most" (or names the
     chapters) whenever the registry grants a chapter more than a minute (Chapter 8 300
     s, Chapter 9 180 s), and none says that no notebook takes more than a minute."""
-    from bookkit.chapters import chapters
-    from bookkit.paths import BOOK, ROOT
 
     if max(c.budget for c in chapters()) <= 60:
         pytest.skip("every chapter's budget is a minute")
