@@ -796,3 +796,127 @@ def test_train_models_in_two_threads_equals_one_after_the_other() -> None:
         for a, b in zip(a_models, b_models, strict=True):
             for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
                 assert torch.equal(x, y)
+
+
+# --- the rules that decide what the chapter may claim (issue 32, item 17) ---------------
+
+def test_separated_by_hand() -> None:
+    """The gap between the means must exceed the larger min-max range, strictly."""
+    same = np.array([0.2, 0.5, 0.9])
+    assert not ch.separated(same, same)  # a tie
+    assert ch.separation_margin(same, same) == pytest.approx(-0.7)
+    assert ch.separated([0.5] * 5, [0.4] * 5)  # no spread at all: any gap counts
+    assert ch.separation_margin([0.5] * 5, [0.4] * 5) == pytest.approx(0.1)
+    # the gap equals the larger range (exact binary fractions): not separated
+    assert ch.separation_margin([0.0, 1.0], [-0.5, -0.5]) == 0.0
+    assert not ch.separated([0.0, 1.0], [-0.5, -0.5])
+    # overlapping ranges whose means are too close
+    assert not ch.separated([0.5, 0.9], [0.1, 0.6])
+    assert ch.separation_margin([0.5, 0.9], [0.1, 0.6]) == pytest.approx(-0.15)
+    # the order matters
+    assert ch.separated([0.9, 1.0], [0.1, 0.2]) and not ch.separated([0.1, 0.2], [0.9, 1.0])
+
+
+def test_separated_lets_one_seed_against_the_rest_overlap() -> None:
+    """One low seed of the better scheme below one high seed of the worse: the ranges
+    [0.5, 1] and [0, 0.6] overlap by 0.1, and the rule still separates them (gap 0.78
+    > 0.6), as the prose says it may."""
+    better, worse = [0.5, 1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0.6]
+    assert ch.separated(better, worse)
+    assert ch.separation_margin(better, worse) == pytest.approx(0.78 - 0.6)
+    assert max(worse) - min(better) == pytest.approx(0.1)  # the overlap
+
+
+@settings(max_examples=200, deadline=None)
+@given(better=st.lists(st.floats(0, 1), min_size=2, max_size=6),
+       worse=st.lists(st.floats(0, 1), min_size=2, max_size=6))
+def test_separated_ranges_overlap_by_less_than_the_smaller_range(better, worse) -> None:
+    """What the prose claims about the rule: when separated, the overlap of the two
+    min-max ranges, max(worse) - min(better), is below the smaller range."""
+    if ch.separated(better, worse):
+        overlap = max(worse) - min(better)
+        smaller = min(np.ptp(better), np.ptp(worse))
+        assert overlap < smaller + 1e-12
+
+
+@pytest.mark.parametrize("values", [[], [[0.5, 0.6]], [0.5, float("nan")]])
+def test_separated_rejects_what_is_not_one_number_per_seed(values) -> None:
+    with pytest.raises(ValueError, match="one finite number per seed"):
+        ch.separated(values, [0.5, 0.6])
+    with pytest.raises(ValueError, match="one finite number per seed"):
+        ch.separation_margin([0.5, 0.6], values)
+
+
+def test_copying_head_by_hand() -> None:
+    """The (layer, head) with the most weight at offset LAG = 3, not the most weight
+    anywhere; a tie goes to the first (layer, head) in order."""
+    profiles = torch.zeros(2, 4, 8)
+    profiles[1, 2, 3] = 0.7
+    profiles[0, 1, 3] = 0.6
+    profiles[0, 0, 5] = 0.9  # more weight, at another offset
+    assert ch.LAG == 3 and ch.copying_head(profiles) == (1, 2)
+    profiles[0, 3, 3] = 0.7  # a tie with (1, 2): the earlier layer wins
+    assert ch.copying_head(profiles) == (0, 3)
+    for bad in (torch.zeros(4, 8), torch.zeros(2, 4, 3)):
+        with pytest.raises(ValueError, match="layers, heads, offsets"):
+            ch.copying_head(bad)
+
+
+def test_weight_at_offsets_by_hand() -> None:
+    """Uniform causal weights 1/(m+1) and previous-token weights, on the same queries
+    m = first_query .. T - 1 for every offset."""
+    T = 5
+    uniform = (torch.ones(T, T, dtype=torch.float64).tril() / torch.arange(1, T + 1)[:, None])[None]
+    expected = (1 / 3 + 1 / 4 + 1 / 5) / 3  # queries m = 2, 3, 4
+    got = ch.weight_at_offsets(uniform.repeat(2, 1, 1), (0, 2), first_query=2)
+    np.testing.assert_allclose(got, [expected, expected], rtol=1e-12)
+    previous = torch.zeros(1, T, T)
+    previous[0, 0, 0] = 1.0
+    previous[0, torch.arange(1, T), torch.arange(T - 1)] = 1.0
+    assert ch.weight_at_offsets(previous, (1, 2, 0), first_query=2).tolist() == [1, 0, 0]
+    with pytest.raises(ValueError, match="first_query"):
+        ch.weight_at_offsets(previous, (3,), first_query=2)
+    with pytest.raises(ValueError, match=r"\(B, T, T\)"):
+        ch.weight_at_offsets(previous[0], (1,), first_query=2)
+
+
+def test_hidden_offsets_zero_those_keys_and_renormalise_the_rest() -> None:
+    """Layer 0 of a RoPE model with offsets 2 and 5 hidden: those weights are 0 in every
+    head, every other weight is the intact weight divided by what the intact softmax
+    left on the visible keys (the softmax of the remaining logits); the trained model
+    itself is not changed, and the hidden model still ignores a shift of positions."""
+    torch.manual_seed(0)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="rope")).eval()
+    tokens = torch.randint(0, 9, (3, 12), generator=torch.Generator().manual_seed(4))
+    hidden = ch.with_hidden_offsets(model, [5, 2])
+    with torch.no_grad():
+        _, intact = model(tokens, return_attention=True)
+        _, masked = hidden(tokens, return_attention=True)
+        shifted = hidden(tokens, positions=torch.arange(12) + 40)
+        again = hidden(tokens)
+    assert isinstance(model.position, ch.RoPE) and model.position.bias(torch.arange(4)) is None
+    offsets = torch.arange(12)[:, None] - torch.arange(12)[None, :]
+    is_hidden = (offsets == 2) | (offsets == 5)
+    for w in masked:
+        assert (w[..., is_hidden] == 0).all()
+    kept = intact[0].masked_fill(is_hidden, 0.0)
+    torch.testing.assert_close(masked[0], kept / kept.sum(-1, keepdim=True), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(shifted, again, atol=1e-4, rtol=0)
+    batch_positions = torch.arange(12).repeat(3, 1)  # (B, T) positions work too
+    with torch.no_grad():
+        torch.testing.assert_close(hidden(tokens, positions=batch_positions), again)
+
+
+@pytest.mark.parametrize("offsets", [[0, 3], [], [2.5], [True]])
+def test_hidden_offsets_reject_what_is_not_a_positive_offset(offsets) -> None:
+    torch.manual_seed(0)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="rope"))
+    with pytest.raises(ValueError, match="positive integers"):
+        ch.with_hidden_offsets(model, offsets)
+
+
+def test_hidden_offsets_need_a_rope_model() -> None:
+    torch.manual_seed(0)
+    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="alibi"))
+    with pytest.raises(ValueError, match="RoPE model"):
+        ch.with_hidden_offsets(model, [3])

@@ -1151,3 +1151,108 @@ def test_checks_hold_expected_values(name, forbidden) -> None:
     from bookkit.testing import assert_holds_values
 
     assert_holds_values("09_context_extension", name, forbidden)
+
+
+# --- the rules that decide what the chapter may claim (issue 32, item 17) ---------------
+
+def test_supported_by_hand() -> None:
+    """Every seed must have the sign of the mean, and |mean| >= 3 standard deviations
+    (ddof = 1) of the per-seed differences."""
+    import numpy as np
+
+    assert ch.supported([0.1] * 5)  # no spread: any common non-zero difference
+    assert ch.support_ratio([0.1] * 5) == math.inf
+    assert not ch.supported([0.0] * 5)  # a tie on every seed is no effect
+    assert ch.support_ratio([0.0] * 5) == 0.0
+    assert ch.supported([-0.2, -0.3, -0.25])  # a negative effect is an effect
+    # one seed against the rest: four seeds gain 0.2, one loses 0.01 -> not supported
+    assert not ch.supported([0.2, 0.2, 0.2, 0.2, -0.01])
+    # one seed with no difference at all agrees with no sign
+    assert not ch.supported([0.2, 0.2, 0.2, 0.2, 0.0])
+    # at the threshold: diffs a - h, a, a + h have mean a and sd h; ratio a / h
+    for ratio, expected in ((3.0 * 1.01, True), (3.0 * 0.99, False)):
+        diff = [ratio - 1.0, ratio, ratio + 1.0]
+        assert ch.support_ratio(diff) == pytest.approx(ratio)
+        assert ch.supported(diff) is expected
+    # by hand: mean 0.3, sd of (0.1, 0.3, 0.5) = 0.2 -> ratio 1.5 < 3
+    assert ch.support_ratio([0.1, 0.3, 0.5]) == pytest.approx(1.5)
+    assert not ch.supported([0.1, 0.3, 0.5])
+    assert ch.support_ratio(np.array([0.21, 0.19, 0.2])) == pytest.approx(20.0)
+
+
+@pytest.mark.parametrize("diff", [[0.3], [], [[0.1, 0.2]], [0.1, float("nan")]])
+def test_supported_needs_one_finite_difference_per_seed_and_two_seeds(diff) -> None:
+    with pytest.raises(ValueError, match="at least two seeds"):
+        ch.supported(diff)
+    with pytest.raises(ValueError, match="at least two seeds"):
+        ch.support_ratio(diff)
+
+
+def test_ranges_disjoint_by_hand() -> None:
+    """The robust rule: the lowest seed of one side above the highest of the other."""
+    assert ch.ranges_disjoint([0.96, 0.97, 0.98], [0.78, 0.84])
+    assert not ch.ranges_disjoint([0.84, 0.97], [0.78, 0.84])  # touching ranges: a tie
+    assert not ch.ranges_disjoint([0.5, 1.0, 1.0], [0.0, 0.6])  # one seed overlaps
+    assert not ch.ranges_disjoint([0.1, 0.2], [0.5, 0.6])  # the order matters
+    with pytest.raises(ValueError, match="one number per seed"):
+        ch.ranges_disjoint([], [0.5])
+
+
+def test_paired_and_bands_by_hand() -> None:
+    """Band means per seed, then better - worse seed by seed, on hand-made accuracy
+    curves of TEST_LENGTH positions (NaN where a position has no target)."""
+    import numpy as np
+
+    assert (ch.L0_TRAIN, ch.TEST_LENGTH) == (32, 128)
+    better = np.zeros((2, 128))
+    better[0, :32], better[0, 32:64], better[0, 64:] = 1.0, 0.5, 0.25
+    better[1, :32], better[1, 32:64], better[1, 64:] = 0.75, 0.5, 0.5
+    better[:, :4] = np.nan  # no target yet: ignored by the band mean
+    worse = np.full((2, 128), 0.25)
+    results = {"A": better, "B": worse}
+    np.testing.assert_array_equal(ch.bands(better), [[1.0, 0.5, 0.25], [0.75, 0.5, 0.5]])
+    np.testing.assert_array_equal(ch.paired(results, "A", "B", 0), [0.75, 0.5])
+    np.testing.assert_array_equal(ch.paired(results, "A", "B", 2), [0.0, 0.25])
+    np.testing.assert_array_equal(ch.paired(results, "B", "A", 1), [-0.25, -0.25])
+    assert not ch.supported(ch.paired(results, "A", "B", 2))  # a tie on seed 0
+    with pytest.raises(ValueError, match="same seeds"):
+        ch.paired({"A": better, "B": worse[:1]}, "A", "B", 0)
+
+
+def test_train_stacked_stops_when_told_and_returns_that_state() -> None:
+    """stop(history) is asked after each evaluation: stopping after the second one (step
+    4 of 9) returns the models of step 4, equal to a run of 4 steps."""
+    torch.set_num_threads(1)
+    config = ch.ModelConfig(vocab_size=17, d_model=16, n_heads=2, n_layers=1)
+    torch.manual_seed(3)
+    models = [ch.TinyTransformer(config) for _ in range(2)]
+    kwargs = dict(length=12, batch_size=4, lr=1e-3)
+    stopped, history = ch.train_stacked(
+        models, ch.repeat_batch, [0, 1], steps=9, every=2,
+        evaluate=lambda ms: len(ms), stop=lambda h: len(h) == 3, **kwargs)
+    assert history == [2, 2, 2]  # start, step 2, step 4
+    four, _ = ch.train_stacked(models, ch.repeat_batch, [0, 1], steps=4, **kwargs)
+    for a, b in zip(stopped, four, strict=True):
+        for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
+            assert torch.equal(x, y)
+
+
+def test_reached_plateau_by_hand() -> None:
+    """Every seed's latest accuracy >= level, and the mean over the seeds up by less
+    than `gain` over the last `window` evaluations."""
+    assert not ch.reached_plateau([[0.99, 0.99]])  # too short to see a gain
+    assert not ch.reached_plateau([[0.90, 0.90], [0.96, 0.96]])  # window 2 needs 3
+    flat = [[0.955, 0.965], [0.96, 0.96], [0.96, 0.97]]
+    assert ch.reached_plateau(flat)  # mean 0.96 -> 0.965: up 0.005
+    rising = [[0.90, 0.92], [0.94, 0.95], [0.96, 0.97]]
+    assert not ch.reached_plateau(rising)  # up 0.055 over 20 steps
+    one_low = [[0.99, 0.93], [0.99, 0.94], [0.99, 0.94]]
+    assert not ch.reached_plateau(one_low)  # one seed below 0.95
+    assert ch.reached_plateau(one_low, level=0.9)
+    assert ch.reached_plateau(rising, gain=0.1) and ch.reached_plateau(rising, window=1,
+                                                                       gain=0.03)
+    # the gain is strict: a rise of exactly `gain` still counts as rising (binary-exact)
+    assert not ch.reached_plateau([[0.5, 0.5], [0.5, 0.5], [0.5, 0.53125]],
+                                  level=0.5, gain=0.015625)
+    with pytest.raises(ValueError, match="window"):
+        ch.reached_plateau(flat, window=0)
