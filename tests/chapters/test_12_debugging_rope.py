@@ -874,6 +874,45 @@ def test_trace_positions_cleans_up_when_the_model_fails() -> None:
     assert unhooked(model) and modeling_llama.apply_rotary_pos_emb is original
 
 
+def test_recording_attention_records_and_passes_everything_through() -> None:
+    class Registry(dict):  # what a modeling module's ALL_ATTENTION_FUNCTIONS offers
+        def get_interface(self, name, default):
+            return self.get(name, default)
+
+        def valid_keys(self):
+            return list(self)
+
+    def eager(module, query, key, value, attention_mask, **kwargs):
+        return query @ key.mT + attention_mask, None
+
+    seen = []
+    wrapped = CH._RecordingAttention(Registry(eager=eager),
+                                     lambda *args: seen.append(args))
+    q, k, mask = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4), torch.zeros(3, 3)
+    for attention in (wrapped["eager"], wrapped.get_interface("eager", None),
+                      wrapped.get_interface("other", eager)):
+        out, _ = attention("layer", q, k, None, mask)
+        assert torch.equal(out, q @ k.mT)
+    assert out is not None and len(seen) == 3
+    assert all(a[0] == "layer" and a[1] is q and a[2] is k and a[3] is mask
+               for a in seen)
+    wrapped.get_interface("eager", None)("layer", q, k, None, attention_mask=mask)
+    assert seen[-1][3] is mask  # the mask given by keyword
+    assert wrapped.valid_keys() == ["eager"]  # everything else is the registry's
+
+
+def test_only_a_linear_q_proj_is_recorded() -> None:
+    """A port whose query projection is not one Linear (here wrapped in a Sequential)
+    is traced all the same, without the query projection."""
+    model = CH.tiny_llama()
+    attention = model.model.layers[0].self_attn
+    attention.q_proj = torch.nn.Sequential(attention.q_proj)
+    trace = CH.trace_positions(model, input_ids=torch.tensor([[5, 6, 7]]))
+    record = trace.layers["model.layers.0.self_attn"]
+    assert record.q_proj is None and len(record.rotated) == 2
+    assert CH.query_scale(record) is None and unhooked(model)
+
+
 def tiny_llama4() -> torch.nn.Module:
     """A four-layer Llama 4 text model built here: layers 0-2 rotate (complex table,
     chunks of 8), layer 3 has no position code and scales its queries (floor_scale 4,
@@ -918,6 +957,13 @@ def test_trace_positions_on_llama4s_complex_table_and_nope_layer() -> None:
     with pytest.raises(ValueError, match=r"not a \(cos, sin\) pair"):
         CH.table_errors(trace, {name: exact_tables(torch.arange(20), 16, 5e5)
                                 for name in trace.layers})
+    # with a batch of two, the complex table has length 2: still no (cos, sin) pair
+    pair = CH.trace_positions(model, input_ids=torch.arange(3, 23).repeat(2, 1),
+                              position_ids=torch.arange(20).repeat(2, 1))
+    assert len(pair.layers["layers.0.self_attn"].table) == 2
+    with pytest.raises(ValueError, match=r"not a \(cos, sin\) pair"):
+        CH.table_errors(pair, {name: exact_tables(torch.arange(20), 16, 5e5)
+                               for name in pair.layers})
 
 
 def rotate(kind: str, x: torch.Tensor, angles: torch.Tensor, a: float = 1.0):
@@ -978,6 +1024,16 @@ def test_applied_rotation_of_a_partial_width_and_the_layouts_by_hand() -> None:
     assert [t.tolist() for t in CH.pair_indices("interleaved to halves", 6)] == [
         [0, 2, 4], [1, 3, 5], [0, 1, 2], [3, 4, 5]]
     assert CH.PAIRINGS == ("halves", "interleaved", "interleaved to halves")
+
+
+def test_applied_rotation_misfit_by_hand() -> None:
+    """z = (1, i) over two sequences, z' = (2, 0): w = (1 * 2 + (-i) * 0) / 2 = 1, the
+    residuals 1 and -i, so the misfit is (1 + 1) / (4 + 0) = 1/2."""
+    before = torch.tensor([[1.0, 0.0], [0.0, 1.0]]).reshape(2, 1, 1, 2)
+    after = torch.tensor([[2.0, 0.0], [0.0, 0.0]]).reshape(2, 1, 1, 2)
+    fit = CH.applied_rotation(before, after, layout="halves")
+    assert fit.misfit == pytest.approx(0.5, abs=1e-15)
+    assert fit.amplitude.tolist() == [[1.0]] and fit.angles.tolist() == [[0.0]]
 
 
 def test_tracer_rejects_bad_input() -> None:
@@ -1075,6 +1131,16 @@ def test_planted_bugs_are_caught_by_what_layers_receive_and_apply(monkeypatch) -
     assert modeling_gemma3.apply_rotary_pos_emb is turns_back
     assert max(CH.table_errors(backwards, references).values()) <= bounds[0]
     assert min(CH.applied_errors(backwards, references).values()) > 0.5
+    # a port that scales its rotated queries by 1 + 0.01 t (token t): the angles are
+    # right, the largest relative amplitude error is 0.11, at the last token
+    def grows(q, k, cos, sin, unsqueeze_dim=1):
+        q, k = rotation(q, k, cos, sin, unsqueeze_dim)
+        return q * (1 + 0.01 * torch.arange(q.shape[2]))[:, None], k
+
+    monkeypatch.setattr(modeling_gemma3, "apply_rotary_pos_emb", grows)
+    scaled = CH.applied_errors(CH.trace_positions(model, input_ids=tokens), references)
+    for error in scaled.values():  # float32 product: within the rotation bound
+        assert abs(error - 0.11) <= 0.11 * U32 + bounds[1]
     # a layer that applied nothing
     silent = CH.PositionTrace(layers={"layers.0.self_attn": CH.LayerRecord(index=0)})
     assert CH.applied_errors(silent, references) == {"layers.0.self_attn": math.inf}
