@@ -13,12 +13,17 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import LlamaConfig
+from transformers import Llama4TextConfig, Llama4TextModel, LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.cohere2 import modeling_cohere2
+from transformers.models.deepseek_v3 import modeling_deepseek_v3
+from transformers.models.gemma3 import modeling_gemma3
+from transformers.models.llama import modeling_llama
 from transformers.models.llama.modeling_llama import (
     LlamaRotaryEmbedding,
     apply_rotary_pos_emb,
 )
+from transformers.models.llama4 import modeling_llama4
 
 from bookkit.testing import assert_holds_values, fails, load_chapter, passes
 
@@ -811,37 +816,243 @@ def test_vllm_dynamic_inv_freq_is_static_ntk() -> None:
 # ------------------------------------------------------------- the tracing workflow
 
 
-def test_trace_rope_records_positions_and_every_layers_tables() -> None:
+def exact_tables(positions, d: int, base: float, factor: float = 1.0):
+    """cos and sin (T, d), split halves, in float64, written out here (not the
+    chapter's reference_tables)."""
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = positions.double()[:, None] / factor * inv_freq
+    angles = torch.cat((angles, angles), -1)
+    return angles.cos(), angles.sin()
+
+
+def unhooked(model: torch.nn.Module) -> bool:
+    return not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+
+
+def test_trace_positions_records_what_a_llama_layer_receives_and_applies() -> None:
     model = CH.tiny_llama()
     tokens = torch.tensor([[5, 6, 7, 8, 9]])
-    trace = CH.trace_rope(model, input_ids=tokens)
+    originals = (modeling_llama.apply_rotary_pos_emb,
+                 modeling_llama.ALL_ATTENTION_FUNCTIONS)
+    trace = CH.trace_positions(model, input_ids=tokens)
+    assert modeling_llama.apply_rotary_pos_emb is originals[0]
+    assert modeling_llama.ALL_ATTENTION_FUNCTIONS is originals[1]
     (call,) = trace.rotary_calls
     assert call["module"] == "model.rotary_emb"
     assert call["position_ids"].tolist() == [[0, 1, 2, 3, 4]]
     assert list(trace.layers) == ["model.layers.0.self_attn"]
-    cos, sin = trace.layers["model.layers.0.self_attn"]
-    assert torch.equal(cos, call["cos"]) and torch.equal(sin, call["sin"])
-    ref_cos, ref_sin = CH.reference_tables(torch.arange(5), 16, 10000.0)
-    errors = CH.table_errors(trace, {"model.layers.0.self_attn": (ref_cos, ref_sin)})
-    assert errors["model.layers.0.self_attn"] <= CH.table_bound(4.0, 10000.0)
+    record = trace.layers["model.layers.0.self_attn"]
+    assert record.index == 0 and trace.stray == []
+    cos, sin = record.table
+    assert torch.equal(cos, call["output"][0]) and torch.equal(sin, call["output"][1])
+    (q, q_rotated), (k, k_rotated) = record.rotated
+    assert q.shape == (1, 4, 5, 16) and k.shape == (1, 2, 5, 16)
+    # transformers' rotation of what was recorded: the same operations on the same
+    # tensors, so bit for bit
+    q_again, k_again = apply_rotary_pos_emb(q, k, cos, sin)
+    assert torch.equal(q_again, q_rotated) and torch.equal(k_again, k_rotated)
+    # the query projection, recomputed from the model's own modules
+    layer = model.model.layers[0]
+    with torch.no_grad():
+        hidden = layer.input_layernorm(model.model.embed_tokens(tokens))
+        q_proj = layer.self_attn.q_proj(hidden).view(1, 5, 4, 16).transpose(1, 2)
+    assert torch.equal(record.q_proj, q_proj) and torch.equal(q, q_proj)
+    assert torch.equal(record.query, q_rotated) and torch.equal(record.key, k_rotated)
     assert trace.output.logits.shape == (1, 5, 64)
     # the hooks are gone: a second forward records nothing new
+    assert unhooked(model)
     with torch.no_grad():
         model(input_ids=tokens)
     assert len(trace.rotary_calls) == 1
-    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
-    with pytest.raises(TypeError, match="Module"):
-        CH.trace_rope(lambda x: x, input_ids=tokens)
 
 
-def test_trace_rope_removes_its_hooks_when_the_model_fails() -> None:
+def test_trace_positions_cleans_up_when_the_model_fails() -> None:
     model = CH.tiny_llama()
+    original = modeling_llama.apply_rotary_pos_emb
     with pytest.raises(Exception):
-        CH.trace_rope(model, input_ids=torch.tensor([[1000]]))  # outside the vocabulary
-    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+        CH.trace_positions(model, input_ids=torch.tensor([[1000]]))  # not in vocabulary
+    assert unhooked(model) and modeling_llama.apply_rotary_pos_emb is original
 
 
-def test_reference_tables_and_bound_by_hand() -> None:
+def test_recording_attention_records_and_passes_everything_through() -> None:
+    class Registry(dict):  # what a modeling module's ALL_ATTENTION_FUNCTIONS offers
+        def get_interface(self, name, default):
+            return self.get(name, default)
+
+        def valid_keys(self):
+            return list(self)
+
+    def eager(module, query, key, value, attention_mask, **kwargs):
+        return query @ key.mT + attention_mask, None
+
+    seen = []
+    wrapped = CH._RecordingAttention(Registry(eager=eager),
+                                     lambda *args: seen.append(args))
+    q, k, mask = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4), torch.zeros(3, 3)
+    for attention in (wrapped["eager"], wrapped.get_interface("eager", None),
+                      wrapped.get_interface("other", eager)):
+        out, _ = attention("layer", q, k, None, mask)
+        assert torch.equal(out, q @ k.mT)
+    assert out is not None and len(seen) == 3
+    assert all(a[0] == "layer" and a[1] is q and a[2] is k and a[3] is mask
+               for a in seen)
+    wrapped.get_interface("eager", None)("layer", q, k, None, attention_mask=mask)
+    assert seen[-1][3] is mask  # the mask given by keyword
+    assert wrapped.valid_keys() == ["eager"]  # everything else is the registry's
+
+
+def test_only_a_linear_q_proj_is_recorded() -> None:
+    """A port whose query projection is not one Linear (here wrapped in a Sequential)
+    is traced all the same, without the query projection."""
+    model = CH.tiny_llama()
+    attention = model.model.layers[0].self_attn
+    attention.q_proj = torch.nn.Sequential(attention.q_proj)
+    trace = CH.trace_positions(model, input_ids=torch.tensor([[5, 6, 7]]))
+    record = trace.layers["model.layers.0.self_attn"]
+    assert record.q_proj is None and len(record.rotated) == 2
+    assert CH.query_scale(record) is None and unhooked(model)
+
+
+def tiny_llama4() -> torch.nn.Module:
+    """A four-layer Llama 4 text model built here: layers 0-2 rotate (complex table,
+    chunks of 8), layer 3 has no position code and scales its queries (floor_scale 4,
+    attn_scale 0.1)."""
+    config = Llama4TextConfig(
+        vocab_size=64, hidden_size=64, intermediate_size=64, intermediate_size_mlp=64,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        num_local_experts=2, attention_chunk_size=8, no_rope_layers=[1, 1, 1, 0],
+        floor_scale=4, attn_scale=0.1)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return Llama4TextModel(config).eval()
+
+
+def test_trace_positions_on_llama4s_complex_table_and_nope_layer() -> None:
+    model = tiny_llama4()
+    original = modeling_llama4.apply_rotary_emb
+    trace = CH.trace_positions(model, input_ids=torch.arange(3, 23)[None])
+    assert modeling_llama4.apply_rotary_emb is original and unhooked(model)
+    assert list(trace.layers) == [f"layers.{i}.self_attn" for i in range(4)]
+    rotary, nope = trace.layers["layers.0.self_attn"], trace.layers["layers.3.self_attn"]
+    assert rotary.table.is_complex() and len(rotary.rotated) == 2
+    assert nope.table is not None and not nope.rotated  # receives a table, applies none
+    # interleaved pairs at m * inv_freq (transformers' own float32 inv_freq): float32
+    # product, cos and sin, the rotation and the fit within (4 |angle| + 32) u
+    angles = torch.arange(20.0, dtype=torch.float64)[:, None] * (
+        model.rotary_emb.inv_freq.double())
+    for before, after in rotary.rotated:
+        fit = CH.applied_rotation(before, after, layout="interleaved")
+        gap = torch.remainder(fit.angles - angles + math.pi, 2 * math.pi) - math.pi
+        assert gap.abs().max() <= (4 * 19 + 32) * U32
+        assert (fit.amplitude - 1).abs().max() <= 32 * U32
+    assert CH.applied_rotation(*rotary.rotated[0]).layout == "interleaved"
+    # the NoPE layer's queries: transformers' temperature, written out here
+    scale, misfit = CH.query_scale(nope)
+    ref = torch.tensor([1 + 0.1 * math.log(math.floor((m + 1) / 4) + 1)
+                        for m in range(20)], dtype=torch.float64)
+    assert misfit < 1e-10 and (scale - ref).abs().max() < 64 * U32
+    # a rotating layer's query is not a scaled projection
+    assert CH.query_scale(rotary)[1] > 1e-3
+    assert CH.query_scale(CH.LayerRecord(index=0)) is None
+    with pytest.raises(ValueError, match=r"not a \(cos, sin\) pair"):
+        CH.table_errors(trace, {name: exact_tables(torch.arange(20), 16, 5e5)
+                                for name in trace.layers})
+    # with a batch of two, the complex table has length 2: still no (cos, sin) pair
+    pair = CH.trace_positions(model, input_ids=torch.arange(3, 23).repeat(2, 1),
+                              position_ids=torch.arange(20).repeat(2, 1))
+    assert len(pair.layers["layers.0.self_attn"].table) == 2
+    with pytest.raises(ValueError, match=r"not a \(cos, sin\) pair"):
+        CH.table_errors(pair, {name: exact_tables(torch.arange(20), 16, 5e5)
+                               for name in pair.layers})
+
+
+def rotate(kind: str, x: torch.Tensor, angles: torch.Tensor, a: float = 1.0):
+    """x (B, H, T, d) rotated by transformers' own function of one model type."""
+    half = torch.cat((angles, angles), -1)[None]
+    if kind == "llama4":
+        freqs = (a * torch.polar(torch.ones_like(angles), angles))[None]
+        out, _ = modeling_llama4.apply_rotary_emb(
+            x.transpose(1, 2), x.transpose(1, 2), freqs.to(torch.complex64))
+        return out.transpose(1, 2)
+    if kind == "cohere2":
+        pair = angles.repeat_interleave(2, -1)[None]
+        return modeling_cohere2.apply_rotary_pos_emb(x, x, a * pair.cos(),
+                                                     a * pair.sin())[0]
+    if kind == "deepseek":
+        return modeling_deepseek_v3.apply_rotary_pos_emb_interleave(
+            x, x, a * half.cos(), a * half.sin())[0]
+    return modeling_llama.apply_rotary_pos_emb(x, x, a * half.cos(), a * half.sin())[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(["llama", "cohere2", "deepseek", "llama4"]),
+       half=st.integers(2, 16), base=st.floats(100.0, 1e6),
+       a=st.sampled_from([1.0, 1.2]), seed=st.integers(0, 1000))
+def test_applied_rotation_recovers_transformers_rotations(kind, half, base, a,
+                                                          seed) -> None:
+    d = 2 * half
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 3, 9, d, generator=g)
+    positions = torch.tensor([0, 1, 2, 5, 9, 17, 40, 100, 333], dtype=torch.float64)
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = positions[:, None] * inv_freq
+    fit = CH.applied_rotation(x, rotate(kind, x, angles.float(), a))
+    layout = {"llama": "halves", "cohere2": "interleaved",
+              "deepseek": "interleaved to halves", "llama4": "interleaved"}[kind]
+    assert fit.layout == layout and fit.misfit < 1e-10
+    # angles rounded to float32 here (u |angle|), then cos and sin, the rotation and
+    # the fit: (4 |angle| + 32) u, as Chapter 13's angle_tolerance
+    bound = (5 * 333 + 32) * U32
+    gap = torch.remainder(fit.angles - angles + math.pi, 2 * math.pi) - math.pi
+    assert (gap.abs() <= bound).all()
+    assert ((fit.amplitude - a).abs() <= 32 * U32 * a).all()
+
+
+def test_applied_rotation_of_a_partial_width_and_the_layouts_by_hand() -> None:
+    x = torch.randn(1, 2, 5, 8, generator=torch.Generator().manual_seed(1))
+    angles = torch.arange(5.0)[:, None] * torch.tensor([1.0, 0.1])
+    after = x.clone()
+    after[..., :4] = rotate("llama", x[..., :4], angles)
+    fit = CH.applied_rotation(x, after, width=4)
+    assert fit.layout == "halves"
+    assert (torch.remainder(fit.angles - angles.double() + math.pi, 2 * math.pi)
+            - math.pi).abs().max() < 1e-5
+    # pair j of width 6: input and output coordinates, written out
+    assert [t.tolist() for t in CH.pair_indices("halves", 6)] == [[0, 1, 2], [3, 4, 5]] * 2
+    assert [t.tolist() for t in CH.pair_indices("interleaved", 6)] == [
+        [0, 2, 4], [1, 3, 5]] * 2
+    assert [t.tolist() for t in CH.pair_indices("interleaved to halves", 6)] == [
+        [0, 2, 4], [1, 3, 5], [0, 1, 2], [3, 4, 5]]
+    assert CH.PAIRINGS == ("halves", "interleaved", "interleaved to halves")
+
+
+def test_applied_rotation_misfit_by_hand() -> None:
+    """z = (1, i) over two sequences, z' = (2, 0): w = (1 * 2 + (-i) * 0) / 2 = 1, the
+    residuals 1 and -i, so the misfit is (1 + 1) / (4 + 0) = 1/2."""
+    before = torch.tensor([[1.0, 0.0], [0.0, 1.0]]).reshape(2, 1, 1, 2)
+    after = torch.tensor([[2.0, 0.0], [0.0, 0.0]]).reshape(2, 1, 1, 2)
+    fit = CH.applied_rotation(before, after, layout="halves")
+    assert fit.misfit == pytest.approx(0.5, abs=1e-15)
+    assert fit.amplitude.tolist() == [[1.0]] and fit.angles.tolist() == [[0.0]]
+
+
+def test_tracer_rejects_bad_input() -> None:
+    x = torch.randn(1, 1, 4, 8)
+    with pytest.raises(ValueError, match="one shape"):
+        CH.applied_rotation(x, x[..., :6])
+    with pytest.raises(ValueError, match="width"):
+        CH.applied_rotation(x, x, width=3)
+    with pytest.raises(ValueError, match="pass layout"):
+        CH.applied_rotation(x, x)
+    with pytest.raises(ValueError, match="layout must be"):
+        CH.pair_indices("diagonal", 8)
+    with pytest.raises(ValueError, match="torch.nn.Module"):
+        CH.trace_positions("model")
+    with pytest.raises(ValueError, match="no attention layer"):
+        CH.trace_positions(torch.nn.Linear(2, 2), input=torch.ones(2))
+
+
+def test_reference_tables_and_bounds_by_hand() -> None:
     cos, sin = CH.reference_tables(torch.tensor([0, 2]), 4, 100.0, factor=2.0)
     # positions 0 and 1 after scaling; theta = (1, 0.1), split halves repeat them
     assert torch.allclose(cos[1], torch.tensor([math.cos(1), math.cos(0.1)] * 2,
@@ -850,23 +1061,89 @@ def test_reference_tables_and_bound_by_hand() -> None:
                                                dtype=torch.float64))
     assert torch.equal(cos[0], torch.ones(4, dtype=torch.float64))
     u = 2.0**-24
-    assert CH.table_bound(10.0, 100.0) == pytest.approx((10 * (math.log(100) + 7) + 4) * u)
+    table = (10 * (math.log(100) + 7) + 4) * u
+    assert CH.table_bound(10.0, 100.0) == pytest.approx(table)
+    assert CH.applied_bound(10.0, 100.0) == pytest.approx(
+        math.pi / 2 * (math.sqrt(2) * table + 5 * u))
+
+
+def gemma_references(positions):
+    return {"layers.0.self_attn": exact_tables(positions, 16, 10_000.0),
+            "layers.1.self_attn": exact_tables(positions, 16, 1_000_000.0, 8.0)}
 
 
 def test_tiny_gemma3_has_one_table_per_layer_type() -> None:
     model = CH.tiny_gemma3()
     assert model.config.layer_types == ["sliding_attention", "full_attention"]
-    trace = CH.trace_rope(model, input_ids=torch.arange(1, 13)[None])
-    positions = torch.arange(12)
-    local = CH.reference_tables(positions, 16, 10_000.0)
-    global_ = CH.reference_tables(positions, 16, 1_000_000.0, 8.0)
-    bound = CH.table_bound(11.0, 1_000_000.0)
-    errors = CH.table_errors(trace, {"layers.0.self_attn": local,
-                                     "layers.1.self_attn": global_})
-    assert max(errors.values()) <= bound
-    swapped = CH.table_errors(trace, {"layers.0.self_attn": global_,
-                                      "layers.1.self_attn": local})
-    assert min(swapped.values()) > 0.5  # the two tables really differ
+    trace = CH.trace_positions(model, input_ids=torch.arange(1, 13)[None])
+    right = gemma_references(torch.arange(12))
+    bounds = (CH.table_bound(11.0, 1e6), CH.applied_bound(11.0, 1e6))
+    for errors, bound in zip((CH.table_errors(trace, right),
+                              CH.applied_errors(trace, right)), bounds):
+        assert max(errors.values()) <= bound
+    swapped = dict(zip(right, reversed(right.values())))
+    for errors in (CH.table_errors(trace, swapped), CH.applied_errors(trace, swapped)):
+        assert min(errors.values()) > 0.5  # the two tables really differ
+    # what each layer's kernel was told to see: a window of 8 keys in the local layer,
+    # every earlier key in the global one
+    m, n = torch.arange(12)[:, None], torch.arange(12)[None, :]
+    for name, window in (("layers.0.self_attn", 8), ("layers.1.self_attn", 12)):
+        mask = trace.layers[name].mask
+        seen = (torch.ones(12, 12, dtype=torch.bool).tril() if mask is None else
+                mask[0, 0] if mask.dtype == torch.bool else mask[0, 0] == 0)
+        assert torch.equal(seen, (n <= m) & (m - n < window)), name
+    with pytest.raises(ValueError, match="no reference table"):
+        CH.table_errors(trace, {"layers.0.self_attn": right["layers.0.self_attn"]})
+    with pytest.raises(ValueError, match="no reference table"):
+        CH.applied_errors(trace, {})
+
+
+def test_planted_bugs_are_caught_by_what_layers_receive_and_apply(monkeypatch) -> None:
+    model = CH.tiny_gemma3()
+    tokens = torch.arange(1, 13)[None]
+    references = gemma_references(torch.arange(12))
+    bounds = (CH.table_bound(11.0, 1e6), CH.applied_bound(11.0, 1e6))
+    right = CH.trace_positions(model, input_ids=tokens)
+
+    def global_table(module, args, kwargs):  # the station's bug
+        return args, dict(kwargs, position_embeddings=right.layers[
+            "layers.1.self_attn"].table)
+
+    handle = model.layers[0].self_attn.register_forward_pre_hook(global_table,
+                                                                 with_kwargs=True)
+    try:
+        port = CH.trace_positions(model, input_ids=tokens)
+    finally:
+        handle.remove()
+    for errors, bound in zip((CH.table_errors(port, references),
+                              CH.applied_errors(port, references)), bounds):
+        assert errors["layers.0.self_attn"] > 0.5
+        assert errors["layers.1.self_attn"] <= bound
+    # a port that rotates the other way (sin negated) from the right table: only what
+    # the layers apply shows it
+    rotation = modeling_gemma3.apply_rotary_pos_emb
+
+    def turns_back(q, k, cos, sin, unsqueeze_dim=1):
+        return rotation(q, k, cos, -sin, unsqueeze_dim)
+
+    monkeypatch.setattr(modeling_gemma3, "apply_rotary_pos_emb", turns_back)
+    backwards = CH.trace_positions(model, input_ids=tokens)
+    assert modeling_gemma3.apply_rotary_pos_emb is turns_back
+    assert max(CH.table_errors(backwards, references).values()) <= bounds[0]
+    assert min(CH.applied_errors(backwards, references).values()) > 0.5
+    # a port that scales its rotated queries by 1 + 0.01 t (token t): the angles are
+    # right, the largest relative amplitude error is 0.11, at the last token
+    def grows(q, k, cos, sin, unsqueeze_dim=1):
+        q, k = rotation(q, k, cos, sin, unsqueeze_dim)
+        return q * (1 + 0.01 * torch.arange(q.shape[2]))[:, None], k
+
+    monkeypatch.setattr(modeling_gemma3, "apply_rotary_pos_emb", grows)
+    scaled = CH.applied_errors(CH.trace_positions(model, input_ids=tokens), references)
+    for error in scaled.values():  # float32 product: within the rotation bound
+        assert abs(error - 0.11) <= 0.11 * U32 + bounds[1]
+    # a layer that applied nothing
+    silent = CH.PositionTrace(layers={"layers.0.self_attn": CH.LayerRecord(index=0)})
+    assert CH.applied_errors(silent, references) == {"layers.0.self_attn": math.inf}
 
 
 # ------------------------------------------------------------ Station 7: M-RoPE ids

@@ -1,8 +1,9 @@
 """Chapter 13 (layers that see position differently): the schedule read from a
 config.json against transformers' own models and config classes, proportional RoPE
-against the registry and a float64 reference, the temperature against its formula, the
-tracer against transformers' rotation functions, every planted bug caught, the bad inputs
-rejected with a message, the experiment's building blocks, and the exercise checks."""
+against the registry and a float64 reference, the temperature against its formula and
+in what Llama 4's NoPE layer does, every planted bug caught, the bad inputs rejected
+with a message, the experiment's building blocks, and the exercise checks. The tracer
+is Chapter 12's (name:position_tracer): taken from there, and tested there."""
 
 from __future__ import annotations
 
@@ -21,15 +22,12 @@ from transformers import (
     SmolLM3Config,
 )
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-from transformers.models.cohere2 import modeling_cohere2
-from transformers.models.deepseek_v3 import modeling_deepseek_v3
-from transformers.models.llama import modeling_llama
-from transformers.models.llama4 import modeling_llama4
 
 from bookkit.testing import load_chapter
 
 pytestmark = pytest.mark.unit
 CH = load_chapter("13_per_layer_positions")
+CH12 = load_chapter("12_debugging_rope")  # the tracer lives there (name:position_tracer)
 U32 = 2.0**-24
 TOKENS = torch.arange(3, 23)[None]
 POSITIONS = torch.arange(20)
@@ -122,7 +120,7 @@ def test_schedule_matches_the_model(name: str, config: dict) -> None:
 @pytest.mark.parametrize(("name", "config"), variants(),
                          ids=[f"{n}-{i}" for i, (n, _) in enumerate(variants())])
 def test_tracer_finds_no_problem_in_the_models(name: str, config: dict) -> None:
-    trace = CH.trace_positions(CH.tiny_model(name, config), input_ids=TOKENS)
+    trace = CH12.trace_positions(CH.tiny_model(name, config), input_ids=TOKENS)
     problems = CH.schedule_problems(trace, CH.layer_schedule(config), POSITIONS,
                                     config.get("max_position_embeddings", 4096))
     assert problems == {}
@@ -199,75 +197,20 @@ def test_temperature_formula() -> None:
 
 
 def test_llama4_nope_layer_scales_its_queries_by_the_temperature() -> None:
-    trace = CH.trace_positions(CH.tiny_model("Llama 4"), input_ids=TOKENS)
-    scale, misfit = CH.query_scale(trace.layers["layers.3.self_attn"])
+    trace = CH12.trace_positions(CH.tiny_model("Llama 4"), input_ids=TOKENS)
+    scale, misfit = CH12.query_scale(trace.layers["layers.3.self_attn"])
     ref = torch.tensor([1 + 0.1 * math.log(math.floor((m + 1) / 4) + 1)
                         for m in range(20)], dtype=torch.float64)
     assert misfit < 1e-10
     assert (scale - ref).abs().max() < 64 * U32  # float32 product and the fit
 
 
-# --- the tracer's rotation recovery against transformers' functions ----------------
-
-
-def rotate(kind: str, x: torch.Tensor, angles: torch.Tensor, a: float = 1.0):
-    """x (B, H, T, d) rotated by transformers' own function of one model type."""
-    half = torch.cat((angles, angles), -1)[None]
-    if kind == "llama4":
-        freqs = (a * torch.polar(torch.ones_like(angles), angles))[None]
-        out, _ = modeling_llama4.apply_rotary_emb(
-            x.transpose(1, 2), x.transpose(1, 2), freqs.to(torch.complex64))
-        return out.transpose(1, 2)
-    if kind == "cohere2":
-        pair = angles.repeat_interleave(2, -1)[None]
-        return modeling_cohere2.apply_rotary_pos_emb(x, x, a * pair.cos(),
-                                                     a * pair.sin())[0]
-    if kind == "deepseek":
-        return modeling_deepseek_v3.apply_rotary_pos_emb_interleave(
-            x, x, a * half.cos(), a * half.sin())[0]
-    return modeling_llama.apply_rotary_pos_emb(x, x, a * half.cos(), a * half.sin())[0]
-
-
-@settings(max_examples=25, deadline=None)
-@given(kind=st.sampled_from(["llama", "cohere2", "deepseek", "llama4"]),
-       half=st.integers(2, 16), base=st.floats(100.0, 1e6),
-       a=st.sampled_from([1.0, 1.2]), seed=st.integers(0, 1000))
-def test_applied_rotation_recovers_angles(kind, half, base, a, seed) -> None:
-    d = 2 * half
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(2, 3, 9, d, generator=g)
-    positions = torch.tensor([0, 1, 2, 5, 9, 17, 40, 100, 333], dtype=torch.float64)
-    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    angles = positions[:, None] * inv_freq
-    fit = CH.applied_rotation(x, rotate(kind, x, angles.float(), a))
-    layout = {"llama": "halves", "cohere2": "interleaved",
-              "deepseek": "interleaved to halves", "llama4": "interleaved"}[kind]
-    assert fit.layout == layout
-    bound = CH.angle_tolerance(333.0) + 333 * U32  # angles rounded to float32 here
-    assert (CH.wrapped(fit.angles - angles).abs() <= bound).all()
-    assert ((fit.amplitude - a).abs() <= 32 * U32 * a).all()
-
-
-def test_applied_rotation_of_a_partial_width() -> None:
-    x = torch.randn(1, 2, 5, 8, generator=torch.Generator().manual_seed(1))
-    angles = torch.arange(5.0)[:, None] * torch.tensor([1.0, 0.1])
-    after = x.clone()
-    after[..., :4] = rotate("llama", x[..., :4], angles)
-    fit = CH.applied_rotation(x, after, width=4)
-    assert fit.layout == "halves"
-    assert (CH.wrapped(fit.angles - angles.double()).abs() < 1e-5).all()
-
-
-def test_trace_records_tables_and_restores_the_modules() -> None:
-    original = modeling_llama4.apply_rotary_emb
-    trace = CH.trace_positions(CH.tiny_model("Llama 4"), input_ids=TOKENS)
-    assert modeling_llama4.apply_rotary_emb is original
-    first = trace.layers["layers.0.self_attn"]
-    assert first.table.is_complex() and len(first.rotated) == 2
-    assert not trace.layers["layers.3.self_attn"].rotated
-    assert trace.rotary_calls and torch.equal(trace.rotary_calls[0]["position_ids"],
-                                              POSITIONS[None])
-    assert list(trace.layers) == [f"layers.{i}.self_attn" for i in range(4)]
+def test_angle_tolerance_and_wrapping_by_hand() -> None:
+    assert CH.angle_tolerance(10.0) == (4 * 10.0 + 32) * U32
+    angles = torch.tensor([0.0, math.pi, -math.pi, 1.5 * math.pi, 7.0],
+                          dtype=torch.float64)
+    want = [0.0, -math.pi, -math.pi, -0.5 * math.pi, 7.0 - 2 * math.pi]
+    assert CH.wrapped(angles).tolist() == pytest.approx(want, abs=1e-15)
 
 
 # --- the planted bugs --------------------------------------------------------------
@@ -300,7 +243,7 @@ def test_bug_inverted_no_rope_layers_is_caught(name: str) -> None:
 def test_bug_rotation_in_a_nope_layer_is_caught() -> None:
     model = CH.tiny_model("Cohere2")
     model.layers[3].self_attn.sliding_window = 4096
-    trace = CH.trace_positions(model, input_ids=TOKENS)
+    trace = CH12.trace_positions(model, input_ids=TOKENS)
     found = CH.schedule_problems(trace, CH.layer_schedule(CH.TINY_CONFIGS["Cohere2"]),
                                  POSITIONS)
     assert list(found) == [3]
@@ -371,20 +314,7 @@ def test_other_bad_inputs_are_rejected() -> None:
     nope = CH.layer_schedule(CH.TINY_CONFIGS["Cohere2"])[3]
     with pytest.raises(ValueError, match="rotating layer"):
         CH.plan_frequencies(nope)
-    x = torch.randn(1, 1, 4, 8)
-    with pytest.raises(ValueError, match="one shape"):
-        CH.applied_rotation(x, x[..., :6])
-    with pytest.raises(ValueError, match="width"):
-        CH.applied_rotation(x, x, width=3)
-    with pytest.raises(ValueError, match="pass layout"):
-        CH.applied_rotation(x, x)
-    with pytest.raises(ValueError, match="layout must be"):
-        CH.pair_indices("diagonal", 8)
-    with pytest.raises(ValueError, match="torch.nn.Module"):
-        CH.trace_positions("model")
-    with pytest.raises(ValueError, match="no attention layer"):
-        CH.trace_positions(torch.nn.Linear(2, 2), input=torch.ones(2))
-    trace = CH.trace_positions(CH.tiny_model("Cohere2"), input_ids=TOKENS)
+    trace = CH12.trace_positions(CH.tiny_model("Cohere2"), input_ids=TOKENS)
     with pytest.raises(ValueError, match="attention layers"):
         CH.schedule_problems(trace, CH.layer_schedule(CH.TINY_CONFIGS["Gemma 3"])[:2],
                              POSITIONS)

@@ -2,8 +2,9 @@
 are Chapter 6's per-head permutation and give transformers' logits once rotated in the
 other layout (grouped-query heads, biases, random shapes); verify_rope accepts
 transformers' own RoPE and names a layout mistake; check_every_layer passes
-transformers' models and catches a wrong table; strict_rope_config accepts what
-transformers accepts silently and stops the rest, every time."""
+transformers' models and catches a wrong table, received or applied;
+strict_rope_config accepts what transformers accepts silently and stops the rest, every
+time."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import Gemma3TextConfig, Gemma3TextModel, LlamaConfig, LlamaModel
 from transformers.models.glm.modeling_glm import apply_rotary_pos_emb as glm_apply
+from transformers.models.llama import modeling_llama
 from transformers.models.llama.modeling_llama import (
     LlamaRotaryEmbedding,
     apply_rotary_pos_emb,
@@ -26,6 +28,7 @@ from bookkit.testing import load_chapter
 
 g = load_chapter("rope_recipes")
 ch6 = load_chapter("06_rope_in_code")
+ch12 = load_chapter("12_debugging_rope")  # the tracer and its bounds live there
 
 
 @settings(max_examples=30, deadline=None)
@@ -147,7 +150,7 @@ def test_expected_tables_match_llama_rotary_embedding():
         positions = torch.arange(300)
         cos, sin = LlamaRotaryEmbedding(config)(torch.zeros(1), positions[None])
         ref_cos, ref_sin = g.expected_tables(config, positions, None)
-        bound = g.table_bound(299.0, config.rope_parameters["rope_theta"]) * 1.2
+        bound = ch12.table_bound(299.0, config.rope_parameters["rope_theta"]) * 1.2
         assert (cos[0].double() - ref_cos).abs().max() <= bound
         assert (sin[0].double() - ref_sin).abs().max() <= bound
 
@@ -183,6 +186,30 @@ def test_check_every_layer_on_llama_and_a_wrong_table():
     finally:
         handle.remove()
     assert [r["ok"] for r in rows] == [True, False, True]
+    # layer 1 receives the unscaled table and applies it: both columns show it
+    assert rows[1]["received"] > rows[1]["table bound"]
+    assert rows[1]["applied"] > rows[1]["rotation bound"]
+    bounds = (ch12.table_bound(19.0, 10000.0), ch12.applied_bound(19.0, 10000.0))
+    assert (rows[0]["table bound"], rows[0]["rotation bound"]) == bounds
+
+
+def test_check_every_layer_sees_a_rotation_that_ignores_its_table(monkeypatch):
+    """A port that turns the other way (sin negated) from the right table: the table
+    received is fine, the rotation applied is not."""
+    config = LlamaConfig(vocab_size=32, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, head_dim=16)
+    torch.manual_seed(0)
+    model = LlamaModel(config).eval()
+    rotation = modeling_llama.apply_rotary_pos_emb
+
+    def turns_back(q, k, cos, sin, unsqueeze_dim=1):
+        return rotation(q, k, cos, -sin, unsqueeze_dim)
+
+    monkeypatch.setattr(modeling_llama, "apply_rotary_pos_emb", turns_back)
+    rows = g.check_every_layer(model, torch.arange(1, 21)[None])
+    assert [r["ok"] for r in rows] == [False, False]
+    assert all(r["received"] <= r["table bound"] for r in rows)
+    assert all(r["applied"] > 0.5 for r in rows)
 
 
 def test_check_every_layer_on_gemma3_layer_types():
