@@ -842,8 +842,12 @@ def test_phi3_longrope_without_factor_matches_transformers(seq_len) -> None:
     assert head_dim == 96 and max_pos == 131072 and "factor" not in params
     assert params["original_max_position_embeddings"] == 4096
     ours, a = ch.scaled_inv_freq(params, head_dim, max_pos, seq_len)
+    verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # transformers warns that factor is missing
-    config = Phi3Config(**{k: v for k, v in config_json.items()})
+    try:
+        config = Phi3Config(**{k: v for k, v in config_json.items()})
+    finally:
+        hf_logging.set_verbosity(verbosity)
     theirs, a_ref = ROPE_INIT_FUNCTIONS["longrope"](config, seq_len=seq_len)
     assert_close(ours, theirs)
     assert a == pytest.approx(a_ref, rel=1e-12)

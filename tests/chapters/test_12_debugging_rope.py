@@ -286,6 +286,23 @@ def test_read_with_transformers() -> None:
         CH.read_with_transformers([("rope_type", "linear")], 8, 64)
 
 
+def test_read_with_transformers_hears_a_library_silenced_before() -> None:
+    """After transformers was silenced and has already dropped a warning (so that its
+    module loggers cached 'disabled'), the reading still collects the message, and
+    leaves the library as silent as it was."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        LlamaConfig(head_dim=8, rope_parameters={"rope_type": "linear", "factor": 0.5})
+        half = CH.read_with_transformers({"rope_type": "linear", "factor": 0.5}, 8, 64)
+        assert half["logged"] and "factor" in half["logged"][0]
+        assert hf_logging.get_verbosity() == hf_logging.ERROR
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
 def closed_form_dynamic(d, base, factor, length, seq_len) -> torch.Tensor:
     """b' = b * s_eff**(d / (d - 2)), s_eff = s T / L0 - (s - 1) past L0, in float64."""
     s_eff = max(1.0, factor * seq_len / length - (factor - 1))
