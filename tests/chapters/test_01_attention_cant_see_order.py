@@ -1,4 +1,5 @@
 """Chapter 1's functions, taken from the notebook: permutation equivariance and the causal mask."""
+
 from __future__ import annotations
 
 import functools
@@ -23,14 +24,21 @@ MATH = 1e-9
 def random_problem(seed: int, T: int, d: int, d_k: int):
     generator = torch.Generator().manual_seed(seed)
     X = torch.randn(T, d, generator=generator, dtype=torch.float64)
-    W = [torch.randn(d_k, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
-         for _ in range(3)]
+    W = [
+        torch.randn(d_k, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
+        for _ in range(3)
+    ]
     return X, W
 
 
 @settings(max_examples=40, deadline=None)
-@given(T=st.integers(1, 12), d=st.integers(1, 16), d_k=st.integers(1, 8),
-       seed=st.integers(0, 2**31 - 1), data=st.data())
+@given(
+    T=st.integers(1, 12),
+    d=st.integers(1, 16),
+    d_k=st.integers(1, 8),
+    seed=st.integers(0, 2**31 - 1),
+    data=st.data(),
+)
 def test_attention_is_permutation_equivariant(T, d, d_k, seed, data) -> None:
     X, (W_q, W_k, W_v) = random_problem(seed, T, d, d_k)
     perm = data.draw(st.permutations(list(range(T))))
@@ -39,7 +47,9 @@ def test_attention_is_permutation_equivariant(T, d, d_k, seed, data) -> None:
     right = P @ ch.self_attention(X, W_q, W_k, W_v)
     ch.assert_within(left, right, MATH, "Attn(PX) against P Attn(X)")
     # pooled output is invariant
-    ch.assert_within(left.mean(0), ch.self_attention(X, W_q, W_k, W_v).mean(0), MATH, "pool")
+    ch.assert_within(
+        left.mean(0), ch.self_attention(X, W_q, W_k, W_v).mean(0), MATH, "pool"
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -74,8 +84,12 @@ def test_causal_mask_blocks_exactly_the_future(T) -> None:
             assert (mask[m, n] == 0) == (n <= m)
 
 
-@given(tokens=st.lists(st.sampled_from(["the", "cat", "mouse", "ate"]), min_size=1, max_size=8),
-       data=st.data())
+@given(
+    tokens=st.lists(
+        st.sampled_from(["the", "cat", "mouse", "ate"]), min_size=1, max_size=8
+    ),
+    data=st.data(),
+)
 def test_reordering_maps_source_onto_target(tokens, data) -> None:
     target = data.draw(st.permutations(tokens))
     perm = ch.reordering(tokens, target)
@@ -131,12 +145,15 @@ def test_minilm_without_positions_cannot_order_words() -> None:
     a = ch.mean_pooled(model, tokenizer, "The cat ate the mouse")
     b = ch.mean_pooled(model, tokenizer, "The mouse ate the cat")
     assert (a - b).abs().max() > 0.05
-    assert model.embeddings.position_embeddings.weight.abs().sum() > 0, "the original is untouched"
+    assert model.embeddings.position_embeddings.weight.abs().sum() > 0, (
+        "the original is untouched"
+    )
 
 
 # --- Hand-written references: the formula, not only its symmetry -----------------------------
 # Equivariance holds for any scaling of the logits and any row-wise normalisation; these tests
 # compare with softmax(Q K^T / sqrt(d_k) + M) V written out here.
+
 
 @functools.cache
 def minilm():
@@ -156,19 +173,29 @@ def reference_attention(X, W_q, W_k, W_v, mask=None):
 
 
 @settings(max_examples=25, deadline=None)
-@given(T=st.integers(1, 7), d=st.integers(1, 6), d_k=st.integers(1, 5), d_v=st.integers(1, 4),
-       seed=st.integers(0, 2**31 - 1), causal=st.booleans())
+@given(
+    T=st.integers(1, 7),
+    d=st.integers(1, 6),
+    d_k=st.integers(1, 5),
+    d_v=st.integers(1, 4),
+    seed=st.integers(0, 2**31 - 1),
+    causal=st.booleans(),
+)
 def test_attention_matches_the_formula(T, d, d_k, d_v, seed, causal) -> None:
     generator = torch.Generator().manual_seed(seed)
     X = torch.randn(T, d, generator=generator, dtype=torch.float64)
-    W_q, W_k = (torch.randn(d_k, d, generator=generator, dtype=torch.float64) for _ in range(2))
+    W_q, W_k = (
+        torch.randn(d_k, d, generator=generator, dtype=torch.float64) for _ in range(2)
+    )
     W_v = torch.randn(d_v, d, generator=generator, dtype=torch.float64)
     mask = ch.causal_mask(T).double() if causal else None
     weights, out = reference_attention(X, W_q, W_k, W_v, mask)
     assert torch.allclose(ch.attention_weights(X, W_q, W_k, mask), weights)
     assert torch.allclose(ch.self_attention(X, W_q, W_k, W_v, mask), out)
     if mask is None:
-        assert torch.allclose(ch.attention_weights(X, W_q, W_k), weights)  # default: no mask
+        assert torch.allclose(
+            ch.attention_weights(X, W_q, W_k), weights
+        )  # default: no mask
 
 
 def test_attention_weights_hand_computed() -> None:
@@ -178,12 +205,18 @@ def test_attention_weights_hand_computed() -> None:
     assert torch.allclose(ch.attention_weights(X, W, W), torch.softmax(logits, dim=1))
     causal = ch.attention_weights(X, W, W, ch.causal_mask(2))
     row_1 = torch.softmax(logits[1], 0)
-    assert torch.allclose(causal, torch.stack([torch.tensor([1.0, 0.0]).double(), row_1]))
+    assert torch.allclose(
+        causal, torch.stack([torch.tensor([1.0, 0.0]).double(), row_1])
+    )
 
 
 def test_causal_mask_values() -> None:
     inf = float("-inf")
-    assert ch.causal_mask(3).tolist() == [[0.0, inf, inf], [0.0, 0.0, inf], [0.0, 0.0, 0.0]]
+    assert ch.causal_mask(3).tolist() == [
+        [0.0, inf, inf],
+        [0.0, 0.0, inf],
+        [0.0, 0.0, 0.0],
+    ]
     assert ch.causal_mask(1).tolist() == [[0.0]]
     with pytest.raises(ValueError, match="positive integer"):
         ch.causal_mask(True)
@@ -232,13 +265,18 @@ def test_model_helpers_on_the_real_model() -> None:
     tokenizer, model = minilm()
     blind = ch.without_position_embeddings(model)
     assert blind.embeddings.position_embeddings.weight.abs().max() == 0
-    assert torch.equal(blind.embeddings.word_embeddings.weight,
-                       model.embeddings.word_embeddings.weight)
+    assert torch.equal(
+        blind.embeddings.word_embeddings.weight, model.embeddings.word_embeddings.weight
+    )
     outputs = ch.token_outputs(model, tokenizer, "The dog chased another dog")
     assert outputs.shape == (7, 384)  # [CLS] + 5 words + [SEP]
     # a second forward pass may sum in another order: float64, far below the 1e-9 allowed
-    ch.assert_within(ch.mean_pooled(model, tokenizer, "The dog chased another dog"),
-                     outputs.mean(dim=0), MATH, "mean_pooled")
+    ch.assert_within(
+        ch.mean_pooled(model, tokenizer, "The dog chased another dog"),
+        outputs.mean(dim=0),
+        MATH,
+        "mean_pooled",
+    )
 
 
 def test_shown_cuts_long_arrays_and_says_how_many_values_there_were() -> None:
@@ -267,8 +305,12 @@ def test_exercise_check_close_is_strict_by_default_and_names_the_wrong_entry() -
     with pytest.raises(AssertionError):  # default atol 1e-9
         check.close("a", "x", [1e-7], [0.0])
     check.close("a", "x", [1.0 + 1e-10], [1.0])  # within rtol 1e-9
-    with pytest.raises(AssertionError, match=r"expected: 1.0 at \[0\]\n  got: 1.0000001"):
-        check.close("a", "x", [1.0 + 1e-7], [1.0])  # float64 values off at float32 level
+    with pytest.raises(
+        AssertionError, match=r"expected: 1.0 at \[0\]\n  got: 1.0000001"
+    ):
+        check.close(
+            "a", "x", [1.0 + 1e-7], [1.0]
+        )  # float64 values off at float32 level
     want = [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
     got = [[0.0, 0.0], [1.0, 1.0], [2.0, 2.5]]
     with pytest.raises(AssertionError, match=r"expected 2.0 at \[2, 1\], got 2.5"):
@@ -282,10 +324,14 @@ def test_exercise_check_close_message_order_and_shape_mistakes() -> None:
     with pytest.raises(AssertionError) as info:
         check.close("the case", "the input", [0.0, 0.5], [0.0, 0.0])
     lines = str(info.value).splitlines()
-    assert lines[0].startswith("Exercise 0.0, case the case: expected 0.0 at [1], got 0.5")
+    assert lines[0].startswith(
+        "Exercise 0.0, case the case: expected 0.0 at [1], got 0.5"
+    )
     assert lines[1] == "  input: the input"
     with pytest.raises(AssertionError, match="looks like an extra entry"):
-        check.close("c", "x", [1.0, 2.0, 3.0], [1.0, 2.0], {"an extra entry": [1.0, 2.0, 3.0]})
+        check.close(
+            "c", "x", [1.0, 2.0, 3.0], [1.0, 2.0], {"an extra entry": [1.0, 2.0, 3.0]}
+        )
 
 
 def test_rounding_helpers_bounds_and_guards() -> None:
@@ -301,10 +347,17 @@ def test_rounding_helpers_bounds_and_guards() -> None:
 
 def test_unit_roundoff_of_the_least_precise_value() -> None:
     assert ch.unit_roundoff_of(np.float32([1.0])) == (2.0**-24, "float32")
-    assert ch.unit_roundoff_of(torch.ones(1, dtype=torch.bfloat16)) == (2.0**-8, "bfloat16")
-    assert ch.unit_roundoff_of(np.float16([1.0]), torch.ones(1)) == (2.0**-11, "float16")
-    assert ch.unit_roundoff_of([1.0], np.arange(3), torch.ones(1, dtype=torch.float64)) == (
-        2.0**-53, "float64")
+    assert ch.unit_roundoff_of(torch.ones(1, dtype=torch.bfloat16)) == (
+        2.0**-8,
+        "bfloat16",
+    )
+    assert ch.unit_roundoff_of(np.float16([1.0]), torch.ones(1)) == (
+        2.0**-11,
+        "float16",
+    )
+    assert ch.unit_roundoff_of(
+        [1.0], np.arange(3), torch.ones(1, dtype=torch.float64)
+    ) == (2.0**-53, "float64")
 
 
 # ------------------------------------------------------ exercise checks
@@ -340,8 +393,13 @@ def test_close_names_the_entry_with_where() -> None:
     check = ch.ExerciseCheck("Exercise 0.0")
     rows, columns = [0, 7], [3, 5]
     with pytest.raises(AssertionError) as info:
-        check.close("c", "x", [[0.0, 0.0], [0.0, 0.5]], np.zeros((2, 2)),
-                    where=lambda i: f"PE({rows[i[0]]})[{columns[i[1]]}]")
+        check.close(
+            "c",
+            "x",
+            [[0.0, 0.0], [0.0, 0.5]],
+            np.zeros((2, 2)),
+            where=lambda i: f"PE({rows[i[0]]})[{columns[i[1]]}]",
+        )
     assert "expected 0.0 at PE(7)[5], got 0.5" in str(info.value)
 
 
@@ -507,14 +565,21 @@ def test_ex_1_4(capsys) -> None:
         "divided by the padded",
     )
     fails(check, lambda h, m: pool(h, m)[:2], "shape")
-    message = fails(check, lambda h, m: pool(h, m) + 0.5,
-                    "expected 3.0 at [0], got 3.5", "none of the usual mistakes")
+    message = fails(
+        check,
+        lambda h, m: pool(h, m) + 0.5,
+        "expected 3.0 at [0], got 3.5",
+        "none of the usual mistakes",
+    )
     assert "[3.0, 4.0]" not in message  # only the first differing entry is shown
 
 
-@pytest.mark.parametrize("name, forbidden", [
-    ("check_unchanged_causal_outputs", ("output_shift(", "range(T)")),
-])
+@pytest.mark.parametrize(
+    "name, forbidden",
+    [
+        ("check_unchanged_causal_outputs", ("output_shift(", "range(T)")),
+    ],
+)
 def test_checks_hold_expected_values(name, forbidden) -> None:
     """The student edition shows each check's source: it must not compute the
     answer."""

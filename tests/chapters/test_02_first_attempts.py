@@ -1,4 +1,5 @@
 """Chapter 2's functions, taken from the notebook: the four first attempts and their measurements."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,12 @@ def test_integer_and_normalised_positions(T) -> None:
 @given(T=st.integers(2, 50), T2=st.integers(2, 50))
 def test_normalised_codes_depend_on_the_length_integer_codes_do_not(T, T2) -> None:
     shared = min(T, T2)
-    assert np.array_equal(ch.integer_positions(T)[:shared], ch.integer_positions(T2)[:shared])
-    same = np.allclose(ch.normalised_positions(T)[:shared], ch.normalised_positions(T2)[:shared])
+    assert np.array_equal(
+        ch.integer_positions(T)[:shared], ch.integer_positions(T2)[:shared]
+    )
+    same = np.allclose(
+        ch.normalised_positions(T)[:shared], ch.normalised_positions(T2)[:shared]
+    )
     assert same == (T == T2)
 
 
@@ -48,8 +53,12 @@ def test_binary_codes_are_unique_bits_of_m(bits, data) -> None:
     assert codes.shape == (n, bits)
     assert set(np.unique(codes)) <= {0.0, 1.0}
     assert len(np.unique(codes, axis=0)) == n
-    assert np.array_equal(codes @ 2.0 ** np.arange(bits), np.arange(n))  # least significant first
-    assert np.array_equal(codes, ch.binary_encoding(2**bits, bits)[:n])  # independent of length
+    assert np.array_equal(
+        codes @ 2.0 ** np.arange(bits), np.arange(n)
+    )  # least significant first
+    assert np.array_equal(
+        codes, ch.binary_encoding(2**bits, bits)[:n]
+    )  # independent of length
 
 
 @settings(max_examples=40)
@@ -76,7 +85,11 @@ def test_lag_profile_of_a_toeplitz_matrix_is_flat_per_offset(values) -> None:
     S = np.array([[values[abs(i - j)] for j in range(n)] for i in range(n)])
     low, mean, high = ch.lag_profile(S)
     assert len(low) == len(mean) == len(high) == n - 1
-    assert np.allclose(low, values[1:]) and np.allclose(high, values[1:]) and np.allclose(mean, values[1:])
+    assert (
+        np.allclose(low, values[1:])
+        and np.allclose(high, values[1:])
+        and np.allclose(mean, values[1:])
+    )
 
 
 @settings(max_examples=40)
@@ -88,12 +101,19 @@ def test_cosine_similarity_matrix(n, d, seed) -> None:
     assert C.shape == (n, n)
     assert np.allclose(C, C.T) and np.allclose(np.diag(C), 1)
     assert (np.abs(C) <= 1).all()
-    scaled = E * rng.uniform(0.1, 10, size=(n, 1))  # cosine ignores positive rescaling of rows
+    scaled = E * rng.uniform(
+        0.1, 10, size=(n, 1)
+    )  # cosine ignores positive rescaling of rows
     assert np.allclose(ch.cosine_similarity_matrix(scaled), C)
 
 
 @settings(max_examples=40)
-@given(n=st.integers(3, 40), d=st.integers(2, 12), seed=st.integers(0, 2**32 - 1), data=st.data())
+@given(
+    n=st.integers(3, 40),
+    d=st.integers(2, 12),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
 def test_principal_components(n, d, seed, data) -> None:
     E = np.random.default_rng(seed).standard_normal((n, d))
     k = data.draw(st.integers(1, min(n, d)))
@@ -103,7 +123,9 @@ def test_principal_components(n, d, seed, data) -> None:
     assert (np.diff(explained) <= 1e-12).all()  # largest first
     assert np.allclose(scores.mean(axis=0), 0, atol=1e-10)
     gram = scores.T @ scores
-    assert np.allclose(gram, np.diag(np.diag(gram)), atol=1e-8)  # uncorrelated components
+    assert np.allclose(
+        gram, np.diag(np.diag(gram)), atol=1e-8
+    )  # uncorrelated components
     full_scores, full = ch.principal_components(E, min(n, d))
     assert np.isclose(full.sum(), 1)
     assert np.allclose((full_scores**2).sum(), ((E - E.mean(0)) ** 2).sum())
@@ -118,8 +140,11 @@ def test_translation_codes_have_an_exact_shift_map(T, d, scale) -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(T=st.integers(12, 100), angles=st.lists(st.floats(0.01, 3.0), min_size=1, max_size=3),
-       offset=st.integers(1, 3))
+@given(
+    T=st.integers(12, 100),
+    angles=st.lists(st.floats(0.01, 3.0), min_size=1, max_size=3),
+    offset=st.integers(1, 3),
+)
 def test_rotating_codes_have_an_exact_shift_map(T, angles, offset) -> None:
     m = np.arange(T)[:, None]
     codes = np.hstack([np.hstack([np.cos(m * a), np.sin(m * a)]) for a in angles])
@@ -130,7 +155,9 @@ def test_rotating_codes_have_an_exact_shift_map(T, angles, offset) -> None:
 @given(T=st.integers(10, 60), d=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
 def test_shift_map_error_lies_between_zero_and_one(T, d, seed) -> None:
     codes = np.random.default_rng(seed).standard_normal((T, d))
-    assert 0 <= ch.shift_map_error(codes) <= 1 + 1e-12  # the constant map already achieves 1
+    assert (
+        0 <= ch.shift_map_error(codes) <= 1 + 1e-12
+    )  # the constant map already achieves 1
 
 
 @given(bits=st.integers(4, 10))
@@ -152,10 +179,17 @@ def test_range_excursion(n, seed) -> None:
     assert ch.range_excursion(constant, np.append(inside[0], 1.0)) == np.inf
 
 
-@given(n=st.integers(8, 12), d=st.integers(1, 3), shift=st.sampled_from([(1, 0), (0, 1), (2, 3)]))
+@given(
+    n=st.integers(8, 12),
+    d=st.integers(1, 3),
+    shift=st.sampled_from([(1, 0), (0, 1), (2, 3)]),
+)
 def test_axis_grid_shift_error(n, d, shift) -> None:
     # integer positions on each axis: every 2-D shift is a translation, error ~ 0
-    assert ch.axis_grid_shift_error(ch.broadcast_code(ch.integer_positions(n), d), shift) < 1e-8
+    assert (
+        ch.axis_grid_shift_error(ch.broadcast_code(ch.integer_positions(n), d), shift)
+        < 1e-8
+    )
     # bits of each axis: a one-row shift of a 3-bit code has carries, no exact affine map
     bits = np.array([[(m >> i) & 1 for i in range(3)] for m in range(8)], dtype=float)
     assert ch.axis_grid_shift_error(bits, (1, 0)) > 0.1
@@ -165,18 +199,24 @@ def test_axis_grid_shift_error(n, d, shift) -> None:
 
 @given(T=st.integers(2, 50), scale=st.floats(0.1, 10))
 def test_min_neighbour_gap(T, scale) -> None:
-    assert np.isclose(ch.min_neighbour_gap(ch.broadcast_code(scale * ch.integer_positions(T), 4)),
-                      2 * scale)
+    assert np.isclose(
+        ch.min_neighbour_gap(ch.broadcast_code(scale * ch.integer_positions(T), 4)),
+        2 * scale,
+    )
     assert np.isclose(ch.min_neighbour_gap(scale * ch.integer_positions(T)), scale)
 
 
 def test_html_table_and_first_error() -> None:
     table = ch.html_table(["a", "b"], [["1", "<2>"], ["3", "4"]])
-    assert table == ('<table class="table"><thead><tr><th>a</th><th>b</th></tr></thead><tbody>'
-                     "<tr><td>1</td><td>&lt;2&gt;</td></tr><tr><td>3</td><td>4</td></tr>"
-                     "</tbody></table>")
+    assert table == (
+        '<table class="table"><thead><tr><th>a</th><th>b</th></tr></thead><tbody>'
+        "<tr><td>1</td><td>&lt;2&gt;</td></tr><tr><td>3</td><td>4</td></tr>"
+        "</tbody></table>"
+    )
     captioned = ch.html_table(["x"], [["1"]], caption="m < n")
-    assert captioned.startswith('<table class="table"><caption>m &lt; n</caption><thead>')
+    assert captioned.startswith(
+        '<table class="table"><caption>m &lt; n</caption><thead>'
+    )
     numbers = ch.html_table([1, "b"], [[0.5, None]])  # any value, shown as str(value)
     assert "<th>1</th>" in numbers and "<td>0.5</td><td>None</td>" in numbers
     assert ch.first_error(lambda: 1) is None
@@ -262,8 +302,6 @@ def test_check_functions_accept_correct_answers(capsys) -> None:
     assert capsys.readouterr().out.count("checks passed") == 3
 
 
-
-
 def test_minilm_position_table_ends_at_511() -> None:
     """The chapter's measurements of the learned table, repeated on the real model."""
     tokenizer, model = ch.load_minilm()
@@ -272,7 +310,9 @@ def test_minilm_position_table_ends_at_511() -> None:
     assert table.shape == (512, 384)
     with torch.no_grad():
         assert ch.first_error(lambda: lookup(torch.arange(512))) is None
-        assert isinstance(ch.first_error(lambda: lookup(torch.tensor([512]))), IndexError)
+        assert isinstance(
+            ch.first_error(lambda: lookup(torch.tensor([512]))), IndexError
+        )
     assert 0.07 < ch.shift_map_error(table) < 0.08
     scores, explained = ch.principal_components(table, 2)
     turn = np.abs(np.diff(np.unwrap(np.arctan2(scores[:, 1], scores[:, 0])))).mean()
@@ -302,6 +342,7 @@ def test_similarity_explorer_starts_at_the_chosen_row() -> None:
 # (On symmetric inputs a minimum equals a mean and B = c·A makes any average ±1: these tests
 # use inputs where a wrong formula gives a different number.)
 
+
 @settings(max_examples=30)
 @given(n=st.integers(2, 9), seed=st.integers(0, 2**32 - 1))
 def test_lag_profile_of_a_random_matrix(n, seed) -> None:
@@ -326,7 +367,9 @@ def test_lag_profile_hand_computed() -> None:
 def test_mean_row_cosine_of_unrelated_rows(n, d, seed) -> None:
     rng = np.random.default_rng(seed)
     A, B = rng.standard_normal((n, d)) + 0.3, rng.standard_normal((n, d)) - 0.2
-    expected = np.mean([a @ b / (np.sqrt(a @ a) * np.sqrt(b @ b)) for a, b in zip(A, B)])
+    expected = np.mean(
+        [a @ b / (np.sqrt(a @ a) * np.sqrt(b @ b)) for a, b in zip(A, B)]
+    )
     assert np.isclose(ch.mean_row_cosine(A, B), expected)
 
 
@@ -361,7 +404,13 @@ def test_hamming_distance_of_random_bit_rows(n, bits, seed) -> None:
 
 def test_binary_encoding_hand_computed_and_boundary() -> None:
     assert ch.binary_encoding(6, 3).tolist() == [
-        [0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]]
+        [0, 0, 0],
+        [1, 0, 0],
+        [0, 1, 0],
+        [1, 1, 0],
+        [0, 0, 1],
+        [1, 0, 1],
+    ]
     assert ch.binary_encoding(8, 3).shape == (8, 3)  # exactly 2**bits positions fit
     with pytest.raises(ValueError, match="need bits >= 4"):
         ch.binary_encoding(9, 3)
@@ -370,8 +419,12 @@ def test_binary_encoding_hand_computed_and_boundary() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(T=st.integers(12, 40), d=st.integers(1, 3), offset=st.integers(1, 4),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    T=st.integers(12, 40),
+    d=st.integers(1, 3),
+    offset=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_shift_map_error_matches_an_independent_fit(T, d, offset, seed) -> None:
     codes = np.random.default_rng(seed).standard_normal((T, d))
     X = np.column_stack([codes[: T - offset], np.ones(T - offset)])
@@ -384,7 +437,9 @@ def test_shift_map_error_matches_an_independent_fit(T, d, offset, seed) -> None:
 
 
 def test_shift_map_error_needs_more_pairs_than_unknowns() -> None:
-    codes = np.random.default_rng(3).standard_normal((6, 3))  # 5 pairs, 4 unknowns: fine
+    codes = np.random.default_rng(3).standard_normal(
+        (6, 3)
+    )  # 5 pairs, 4 unknowns: fine
     assert 0 < ch.shift_map_error(codes) < 1
     with pytest.raises(ValueError, match="fits 4 pairs exactly"):
         ch.shift_map_error(codes[:5])  # 4 pairs, 4 unknowns
@@ -393,8 +448,12 @@ def test_shift_map_error_needs_more_pairs_than_unknowns() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(n=st.integers(3, 20), d=st.integers(2, 6), seed=st.integers(0, 2**32 - 1),
-       data=st.data())
+@given(
+    n=st.integers(3, 20),
+    d=st.integers(2, 6),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
 def test_principal_components_match_the_covariance_eigenbasis(n, d, seed, data) -> None:
     E = np.random.default_rng(seed).standard_normal((n, d)) * np.arange(1, d + 1) + 5.0
     k = data.draw(st.integers(1, min(n, d)))
@@ -441,12 +500,19 @@ def test_min_neighbour_gap_of_random_codes(T, d, seed) -> None:
 def test_integer_and_normalised_positions_hand_computed() -> None:
     assert ch.integer_positions(3).tolist() == [0.0, 1.0, 2.0]
     assert ch.normalised_positions(4).tolist() == [0.0, 0.25, 0.5, 0.75]
-    assert ch.broadcast_code(np.array([2.0, -1.0]), 3).tolist() == [[2.0] * 3, [-1.0] * 3]
+    assert ch.broadcast_code(np.array([2.0, -1.0]), 3).tolist() == [
+        [2.0] * 3,
+        [-1.0] * 3,
+    ]
 
 
 def test_cosine_similarity_of_unit_and_opposite_rows() -> None:
-    E = np.array([[1.0, 0.0], [0.0, 1.0], [-2.0, 0.0], [3.0, 4.0]])  # unit rows are fine
-    expected = np.array([[1, 0, -1, 0.6], [0, 1, 0, 0.8], [-1, 0, 1, -0.6], [0.6, 0.8, -0.6, 1]])
+    E = np.array(
+        [[1.0, 0.0], [0.0, 1.0], [-2.0, 0.0], [3.0, 4.0]]
+    )  # unit rows are fine
+    expected = np.array(
+        [[1, 0, -1, 0.6], [0, 1, 0, 0.8], [-1, 0, 1, -0.6], [0.6, 0.8, -0.6, 1]]
+    )
     assert np.allclose(ch.cosine_similarity_matrix(E), expected)
     assert np.array_equal(ch.cosine_similarity_matrix(np.eye(3)), np.eye(3))
 
@@ -472,13 +538,16 @@ def test_axis_grid_shift_error_rejects_constant_codes() -> None:
 
 # --- The scorecard: per-coordinate excursions, neighbour gaps, measure_code and score --------
 
+
 def sinusoidal(T: int, d: int, base: float = 10000.0) -> np.ndarray:
     angles = np.arange(T)[:, None] * base ** (-np.arange(0, d, 2) / d)
     return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(T, d)
 
 
 def test_coordinate_excursions_hand_computed() -> None:
-    train = np.array([[0.0, 10.0, 5.0], [2.0, 30.0, 5.0]])  # ranges [0, 2], [10, 30], {5}
+    train = np.array(
+        [[0.0, 10.0, 5.0], [2.0, 30.0, 5.0]]
+    )  # ranges [0, 2], [10, 30], {5}
     new = np.array([[3.0, 20.0, 5.0], [1.0, 5.0, 5.0]])
     assert ch.coordinate_excursions(train, new).tolist() == [0.5, 0.25, 0.0]
     assert ch.coordinate_excursions(train, [1.0, 20.0, 6.0]).tolist() == [0, 0, np.inf]
@@ -594,26 +663,50 @@ def test_logit_test_separates_rotary_from_additive_codes() -> None:
 
 def test_measure_code_and_score_of_an_integer_and_a_sinusoidal_code() -> None:
     d, token_norm = 8, 1.0
-    integer = ch.measure_code(lambda T: ch.broadcast_code(ch.integer_positions(T), d),
-                              ch.broadcast_code(ch.integer_positions(32), d // 2), 0,
-                              token_norm, train_len=64)
+    integer = ch.measure_code(
+        lambda T: ch.broadcast_code(ch.integer_positions(T), d),
+        ch.broadcast_code(ch.integer_positions(32), d // 2),
+        0,
+        token_norm,
+        train_len=64,
+    )
     assert integer["excursion"] == pytest.approx(64 / 63) and integer["gap_ok"]
-    assert integer["coordinates_out"] == d and integer["outside"] == pytest.approx(64 / 63)
+    assert integer["coordinates_out"] == d and integer["outside"] == pytest.approx(
+        64 / 63
+    )
     assert integer["scale"] == pytest.approx(63 * np.sqrt(d))
-    assert ch.score(integer) == {"D1": True, "D2": True, "D3": False, "D4": True,
-                                 "D5": True, "logits": False}
+    assert ch.score(integer) == {
+        "D1": True,
+        "D2": True,
+        "D3": False,
+        "D4": True,
+        "D5": True,
+        "logits": False,
+    }
     # slow planes: base 10000 with d = 8 has frequencies 1, 0.1, 0.01, 0.001; in 64
     # positions the last two turn less than once, so new positions leave their range
     e = ch.trig_code_error(128)
-    waves = ch.measure_code(lambda T: sinusoidal(T, d), sinusoidal(32, d // 2), 0,
-                            token_norm, entry_error=e, train_len=64)
+    waves = ch.measure_code(
+        lambda T: sinusoidal(T, d),
+        sinusoidal(32, d // 2),
+        0,
+        token_norm,
+        entry_error=e,
+        train_len=64,
+    )
     table = sinusoidal(128, d)
     outside = ch.coordinate_excursions(table[:64], table[64:]) >= 0.01
     assert outside[:4].sum() == 0 and outside[4:].all()
     assert waves["coordinates_out"] == 4 and waves["drift_bound"] == 2 * e
     assert waves["gap_ok"] and waves["shift"] < 1e-9 and waves["grid_shift"] < 1e-9
-    assert ch.score(waves) == {"D1": True, "D2": True, "D3": False, "D4": True,
-                               "D5": True, "logits": False}
+    assert ch.score(waves) == {
+        "D1": True,
+        "D2": True,
+        "D3": False,
+        "D4": True,
+        "D5": True,
+        "logits": False,
+    }
 
 
 def test_measure_code_of_a_rotary_code_measures_offsets() -> None:
@@ -627,24 +720,35 @@ def test_measure_code_of_a_rotary_code_measures_offsets() -> None:
         return codes
 
     e = ch.trig_code_error(2 * L, base)
-    m = ch.measure_code(rotary, rotary(32)[:, : d // 2], 0, 1.0, entry_error=e,
-                        rotary=True, train_len=L)
+    m = ch.measure_code(
+        rotary, rotary(32)[:, : d // 2], 0, 1.0, entry_error=e, rotary=True, train_len=L
+    )
     assert m["on_offsets"] and m["scale"] == 0.0
     offsets_seen, offsets_new = np.arange(-(L - 1), L), np.arange(L, 2 * L)
     theta = base ** (-np.arange(0, d, 2) / d)
-    seen = np.concatenate([np.cos(np.outer(offsets_seen, theta)),
-                           np.sin(np.outer(offsets_seen, theta))], axis=1)
+    seen = np.concatenate(
+        [np.cos(np.outer(offsets_seen, theta)), np.sin(np.outer(offsets_seen, theta))],
+        axis=1,
+    )
     offsets_new = np.concatenate([-offsets_new, offsets_new])
-    new = np.concatenate([np.cos(np.outer(offsets_new, theta)),
-                          np.sin(np.outer(offsets_new, theta))], axis=1)
+    new = np.concatenate(
+        [np.cos(np.outer(offsets_new, theta)), np.sin(np.outer(offsets_new, theta))],
+        axis=1,
+    )
     expected = ch.coordinate_excursions(seen, new)  # columns in another order
     assert m["coordinates_out"] == (expected >= 0.01).sum()
     assert m["excursion"] == pytest.approx(expected.max(), rel=1e-9)
     # plane 1 (theta = 0.1) sweeps +-6.3 rad over the trained offsets: a full circle
     assert expected[[1, 5]].max() < 0.01
     assert m["gap_ok"] and m["logit_spread"] <= m["logit_bound"]
-    assert ch.score(m) == {"D1": True, "D2": True, "D3": False, "D4": True, "D5": True,
-                           "logits": True}
+    assert ch.score(m) == {
+        "D1": True,
+        "D2": True,
+        "D3": False,
+        "D4": True,
+        "D5": True,
+        "logits": True,
+    }
 
 
 def test_measure_code_without_codes_past_the_table() -> None:
@@ -658,26 +762,43 @@ def test_measure_code_without_codes_past_the_table() -> None:
     m = ch.measure_code(lookup, None, table.size, 2.0, train_len=64)
     assert not m["has_code"] and np.isnan(m["excursion"]) and not m["gap_ok"]
     assert m["grid_shift"] == np.inf and m["parameters"] == 600 and m["drift"] == 0
-    assert ch.score(m) == {"D1": True, "D2": False, "D3": False, "D4": False, "D5": False,
-                           "logits": False}
+    assert ch.score(m) == {
+        "D1": True,
+        "D2": False,
+        "D3": False,
+        "D4": False,
+        "D5": False,
+        "logits": False,
+    }
     assert m["scale"] == pytest.approx(np.linalg.norm(table[63]) / 2)
 
 
 def test_distinct_codes_allow_for_rounding() -> None:
     """Codes equal in exact arithmetic but rounded differently are not distinct."""
+
     def periodic(T: int) -> np.ndarray:  # period 4: position 4 repeats position 0
         angles = np.arange(T)[:, None] * np.array([np.pi / 2])
         return np.concatenate([np.cos(angles), np.sin(angles)], axis=1)
 
-    m = ch.measure_code(periodic, None, 0, 1.0, entry_error=ch.trig_code_error(128),
-                        train_len=64)
+    m = ch.measure_code(
+        periodic, None, 0, 1.0, entry_error=ch.trig_code_error(128), train_len=64
+    )
     assert not m["distinct"] and not ch.score(m)["D1"]
     assert not np.array_equal(periodic(5)[0], periodic(5)[4])  # rounding differs
 
 
 def test_score_thresholds_and_the_d3_note() -> None:
-    base = dict(distinct=True, drift=0.0, shift=0.0, has_code=True, excursion=0.0,
-                gap_ok=True, parameters=0, grid_shift=0.0, scale=1.0)
+    base = dict(
+        distinct=True,
+        drift=0.0,
+        shift=0.0,
+        has_code=True,
+        excursion=0.0,
+        gap_ok=True,
+        parameters=0,
+        grid_shift=0.0,
+        scale=1.0,
+    )
     assert all(ch.score(base).values()) and "logits" not in ch.score(base)
     assert not ch.score(base | {"excursion": 0.01})["D3"]
     assert ch.score(base | {"excursion": 0.0099})["D3"]
@@ -691,18 +812,31 @@ def test_score_thresholds_and_the_d3_note() -> None:
     assert not ch.score(base | logits)["logits"]
     assert ch.score(base | logits | {"logit_bound": 2e-9})["logits"]
     # a bare excursion (Chapter 10's grid codes): its size as a fraction of the range
-    assert ch._d3_note(base | {"excursion": 3.0049}) == "up to 300% beyond the trained range"
-    assert ch._d3_note(base | {"excursion": 0.015}) == "up to 2% beyond the trained range"
+    assert (
+        ch._d3_note(base | {"excursion": 3.0049})
+        == "up to 300% beyond the trained range"
+    )
+    assert (
+        ch._d3_note(base | {"excursion": 0.015}) == "up to 2% beyond the trained range"
+    )
     assert ch._d3_note(base | {"excursion": 0.0099}) == "in range"
     assert ch._d3_note(base | {"gap_ok": False}) == (
-        "in range, neighbours closer than in training")
+        "in range, neighbours closer than in training"
+    )
     # measure_code's counts: coordinates out of range and the distance from the box
-    counted = base | {"excursion": 3.0, "coordinates_out": 175, "width": 384,
-                      "outside": 0.4, "on_offsets": True, "d3_reason": "slow planes"}
+    counted = base | {
+        "excursion": 3.0,
+        "coordinates_out": 175,
+        "width": 384,
+        "outside": 0.4,
+        "on_offsets": True,
+        "d3_reason": "slow planes",
+    }
     note = "offsets: 175 of 384 coordinates out of range, new codes up to 40% of ‖p‖ outside"
     assert ch._d3_note(counted) == note + ": slow planes"
     assert ch._d3_note(counted | {"coordinates_out": 0, "d3_reason": ""}) == (
-        "offsets: in range")
+        "offsets: in range"
+    )
     row = counted | logits
     html = ch.scorecard_html({"code": row}, {"code": ch.score(row)})
     assert "✗ " + note + ": slow planes" in html and "✗ spread 2e-09" in html
@@ -724,8 +858,9 @@ def test_the_exercise_samples_are_entries_of_the_sinusoidal_encoding() -> None:
         for (m, j), value in points.items():
             assert 0 <= m < T and 0 <= j < d
             angle = m * base ** (-2 * (j // 2) / d)
-            assert value == pytest.approx(np.cos(angle) if j % 2 else np.sin(angle),
-                                          abs=1e-12)  # float64: angles < 600 round < 1e-13
+            assert value == pytest.approx(
+                np.cos(angle) if j % 2 else np.sin(angle), abs=1e-12
+            )  # float64: angles < 600 round < 1e-13
 
 
 # ------------------------------------------------------ exercise checks
@@ -757,8 +892,9 @@ def test_ex_2_2(capsys) -> None:
     fails(check, lambda n, b: square(n, b)[:, ::-1], "most significant bit first")
     fails(check, lambda n, b: square(n, b, period=0.5), "period is 2^i")
     fails(check, lambda n, b: square(n, b)[:, :-1], "shape")
-    message = fails(check, lambda n, b: 1 - square(n, b),
-                    "expected: 0.0 at position 0 ([0, 0])")
+    message = fails(
+        check, lambda n, b: 1 - square(n, b), "expected: 0.0 at position 0 ([0, 0])"
+    )
     assert "[0.0, 1.0" not in message and "[[" not in message  # not the whole answer
 
 
@@ -784,8 +920,12 @@ def test_ex_2_3(capsys) -> None:
     passes(ch.check_gray_code, gray_loop, 5, capsys)
     passes(ch.check_gray_code, lambda n, b: gray(n, b).astype(np.float32), 5, capsys)
     check = ch.check_gray_code
-    message = fails(check, lambda n, b: bits(n, b), "plain binary",
-                    "expected: 1 at position 6 ([2, 0])\n  got: 0.0")
+    message = fails(
+        check,
+        lambda n, b: bits(n, b),
+        "plain binary",
+        "expected: 1 at position 6 ([2, 0])\n  got: 0.0",
+    )
     assert "m ^ (m >> 1)" not in message
     fails(check, lambda n, b: gray(n, b)[:, ::-1], "most significant bit first")
     fails(
@@ -852,8 +992,12 @@ def test_ex_2_4(capsys) -> None:
     passes(ch.check_sinusoidal_codes, codes, 15, capsys)
     passes(ch.check_sinusoidal_codes, codes32, 15, capsys)
     passes(ch.check_sinusoidal_codes, codes_numpy32, 15, capsys)
-    passes(ch.check_sinusoidal_codes, lambda T, d, base=1e4: torch.from_numpy(
-        codes(T, d, base)), 15, capsys)  # float64 tensors
+    passes(
+        ch.check_sinusoidal_codes,
+        lambda T, d, base=1e4: torch.from_numpy(codes(T, d, base)),
+        15,
+        capsys,
+    )  # float64 tensors
     check = ch.check_sinusoidal_codes
     fails(
         check,
@@ -901,8 +1045,13 @@ def test_ex_2_4(capsys) -> None:
         out[:, 0::2] = np.sin(angles[:, 0::2])
         return out
 
-    message = fails(check, doubled_index, "indexed by column", "T = 512, d = 64",
-                    "expected: 0.5403 at PE(1)[1]\n  got: 0.7318")
+    message = fails(
+        check,
+        doubled_index,
+        "indexed by column",
+        "T = 512, d = 64",
+        "expected: 0.5403 at PE(1)[1]\n  got: 0.7318",
+    )
     assert message.count("0.") < 12  # one entry, not the table
 
     def through_float32(T, d, base=1e4):  # float64 values that went through float32
@@ -945,6 +1094,7 @@ HEADLINE = codes(512, 64)
 @pytest.mark.parametrize("name", ["table", "d=64", "base=10000", "T<=512", "d>=8"])
 def test_ex_2_4_refuses_hard_coded_answers(name) -> None:
     """Answers that are right only for the sizes a learner tried first do not pass."""
+
     def answer(T, d, base=1e4):
         if d % 2:
             raise ValueError(f"d must be even, got {d}")
@@ -974,5 +1124,6 @@ def test_ex_2_4_mistakes_are_named_from_the_structure_alone() -> None:
     assert not any(ch._sinusoidal_mistakes(codes32(9, d, base), d, base).values())
     named = ch._sinusoidal_mistakes(codes(9, d, base, np.cos, np.sin), d, base)
     assert [k for k, v in named.items() if v] == [
-        "sin and cos are swapped (cos belongs in the odd columns)"]
+        "sin and cos are swapped (cos belongs in the odd columns)"
+    ]
     assert ch._sinusoidal_mistakes(right[:1], d, base) == {}  # one row: no frequencies

@@ -1,4 +1,5 @@
 """Tests for Chapter 3, Deriving the sinusoidal encoding (functions loaded from the notebook)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +19,7 @@ seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
 
 # --- frequencies -------------------------------------------------------------------------
+
 
 @settings(max_examples=50, deadline=None)
 @given(d=even_d, base=bases)
@@ -54,16 +56,28 @@ def test_frequencies_accepts_numpy_integer():
 
 # --- the complex code and the relative property --------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(m=st.integers(0, 5000), n=st.integers(0, 5000), shift=st.integers(-200, 200), d=even_d, base=bases)
+@given(
+    m=st.integers(0, 5000),
+    n=st.integers(0, 5000),
+    shift=st.integers(-200, 200),
+    d=even_d,
+    base=bases,
+)
 def test_complex_code_is_relative(m, n, shift, d, base):
     shift = max(shift, -min(m, n))  # keep positions non-negative
     zm, zn = ch.complex_position_code(m, d, base), ch.complex_position_code(n, d, base)
-    zm2, zn2 = ch.complex_position_code(m + shift, d, base), ch.complex_position_code(n + shift, d, base)
+    zm2, zn2 = (
+        ch.complex_position_code(m + shift, d, base),
+        ch.complex_position_code(n + shift, d, base),
+    )
     # p_m p_n^* = q_{m-n} coordinatewise, and the real inner product is the sum of cosines
     assert np.allclose(zm * zn.conj(), zm2 * zn2.conj(), atol=1e-8)
     real_ip = ch.complex_to_real(zm) @ ch.complex_to_real(zn)
-    assert np.isclose(real_ip, np.cos((m - n) * ch.frequencies(d, base)).sum(), atol=1e-8)
+    assert np.isclose(
+        real_ip, np.cos((m - n) * ch.frequencies(d, base)).sum(), atol=1e-8
+    )
     assert np.isclose(real_ip, ch.hermitian_inner(zm, zn).real, atol=1e-8)
     assert np.allclose(np.abs(zm), 1.0)
 
@@ -85,7 +99,7 @@ def test_complex_code_shapes_and_errors():
 def test_hermitian_inner_convention():
     z, w = np.array([1j, 0]), np.array([1, 0])
     # exact: products and sums of 0, 1 and i are exact in floating point
-    assert ch.hermitian_inner(z, w) == 1j          # linear in the first argument
+    assert ch.hermitian_inner(z, w) == 1j  # linear in the first argument
     assert ch.hermitian_inner(w, z) == -1j
 
 
@@ -101,6 +115,7 @@ def test_diagonal_spread():
 
 
 # --- Vaswani's formula, layouts and bugs ---------------------------------------------------
+
 
 @settings(max_examples=30, deadline=None)
 @given(T=st.integers(1, 80), d=even_d, base=bases)
@@ -123,7 +138,9 @@ def test_interleaved_matches_definition_and_complex_form(T, d, base):
     assert np.allclose(P[:, 0::2], np.sin(m * theta))
     assert np.allclose(P[:, 1::2], np.cos(m * theta))
     C = ch.complex_position_code(np.arange(T), d, base)
-    assert np.allclose(ch.complex_to_real(1j * C.conj()), P)   # pairs are i e^{-i m theta}
+    assert np.allclose(
+        ch.complex_to_real(1j * C.conj()), P
+    )  # pairs are i e^{-i m theta}
     assert np.allclose((P**2).sum(axis=1), d / 2)
 
 
@@ -147,15 +164,23 @@ def test_encodings_reject_bad_input(fn):
 
 # --- general H -----------------------------------------------------------------------------
 
+
 @settings(max_examples=40, deadline=None)
-@given(seed=seeds, d=st.integers(1, 16).map(lambda k: 2 * k), T=st.integers(1, 40), base=bases)
+@given(
+    seed=seeds,
+    d=st.integers(1, 16).map(lambda k: 2 * k),
+    T=st.integers(1, 40),
+    base=bases,
+)
 def test_diagonal_h_identity(seed, d, T, base):
     diag = np.random.default_rng(seed).normal(size=d)
     P = ch.sinusoidal_interleaved(T, d, base)
     theta = ch.frequencies(d, base)
     m, n = np.arange(T)[:, None, None], np.arange(T)[None, :, None]
-    formula = (0.5 * (diag[0::2] + diag[1::2]) * np.cos((m - n) * theta)
-               + 0.5 * (diag[1::2] - diag[0::2]) * np.cos((m + n) * theta)).sum(-1)
+    formula = (
+        0.5 * (diag[0::2] + diag[1::2]) * np.cos((m - n) * theta)
+        + 0.5 * (diag[1::2] - diag[0::2]) * np.cos((m + n) * theta)
+    ).sum(-1)
     assert np.allclose(ch.hessian_cross_term(P, np.diag(diag)), formula, atol=1e-9)
 
 
@@ -170,7 +195,7 @@ def test_equal_pairs_and_rotation_blocks_stay_relative(seed):
     H_rot = np.zeros((d, d))
     for i in range(d // 2):
         x, y = rng.normal(size=2)  # multiplication by x + iy
-        H_rot[2 * i:2 * i + 2, 2 * i:2 * i + 2] = x * np.eye(2) + y * J
+        H_rot[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = x * np.eye(2) + y * J
     assert ch.diagonal_spread(ch.hessian_cross_term(P, H_eq)) < 1e-9
     assert ch.diagonal_spread(ch.hessian_cross_term(P, H_rot)) < 1e-9
     assert ch.diagonal_spread(ch.hessian_cross_term(P, rng.normal(size=(d, d)))) > 1e-3
@@ -188,10 +213,13 @@ def test_hessian_cross_term_rejects_bad_shapes():
 
 # --- the Taylor-expansion lemma --------------------------------------------------------------
 
+
 def test_mixed_difference_matches_cross_hessian():
     gen = torch.Generator().manual_seed(1)
     d, T = 6, 5
-    W = [torch.randn(d, d, generator=gen, dtype=torch.float64) / d**0.5 for _ in range(3)]
+    W = [
+        torch.randn(d, d, generator=gen, dtype=torch.float64) / d**0.5 for _ in range(3)
+    ]
     w = torch.randn(d, generator=gen, dtype=torch.float64)
     X = torch.randn(T, d, generator=gen, dtype=torch.float64)
 
@@ -199,7 +227,10 @@ def test_mixed_difference_matches_cross_hessian():
         return ch.attention_readout(Y, *W, w)
 
     assert torch.allclose(f(X.flip(0)), f(X))  # symmetric in the tokens
-    p_m, p_n = torch.randn(d, generator=gen, dtype=torch.float64), torch.randn(d, generator=gen, dtype=torch.float64)
+    p_m, p_n = (
+        torch.randn(d, generator=gen, dtype=torch.float64),
+        torch.randn(d, generator=gen, dtype=torch.float64),
+    )
     cross = (p_m @ ch.cross_hessian(f, X, 0, 3) @ p_n).item()
     eps = 1e-3
     D = ch.mixed_difference(f, X, 0, 3, eps * p_m, eps * p_n)
@@ -213,9 +244,8 @@ def test_mixed_difference_matches_cross_hessian():
 # --- exercise check functions ----------------------------------------------------------------
 
 
-
-
 # --- every relative code is an orbit ---------------------------------------------------------
+
 
 @settings(max_examples=25, deadline=None)
 @given(seed=seeds)
@@ -223,7 +253,9 @@ def test_shift_isometry_recovers_an_orthogonal_shift(seed):
     rng = np.random.default_rng(seed)
     d, T = 6, 16
     Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
-    P = ch.sinusoidal_interleaved(T, d, base=7.0) @ Q.T  # relative code in a random basis
+    P = (
+        ch.sinusoidal_interleaved(T, d, base=7.0) @ Q.T
+    )  # relative code in a random basis
     U = ch.shift_isometry(P)
     assert np.allclose(U.T @ U, np.eye(d), atol=1e-8)
     for m in range(T):
@@ -243,9 +275,15 @@ def test_shift_isometry_alternating_code_and_errors():
 
 # --- Asymmetric inputs, both complex parts, defaults, distributions ---------------------------
 
+
 def test_complex_to_real_and_hermitian_inner_hand_computed():
     # exact: complex_to_real copies the parts
-    assert ch.complex_to_real(np.array([1 + 2j, 3 - 4j])).tolist() == [1.0, 2.0, 3.0, -4.0]
+    assert ch.complex_to_real(np.array([1 + 2j, 3 - 4j])).tolist() == [
+        1.0,
+        2.0,
+        3.0,
+        -4.0,
+    ]
     assert ch.complex_to_real(np.array([[5j], [-1 + 0j]])).tolist() == [[0, 5], [-1, 0]]
     z, w = np.array([1 + 2j, 3 - 1j]), np.array([2 - 1j, 1j])
     # (1+2i)(2+i) + (3-i)(-i) = (5i) + (-1-3i) = -1 + 2i
@@ -259,7 +297,9 @@ def test_hermitian_inner_matches_vdot(seed, k):
     z = rng.normal(size=(3, k)) + 1j * rng.normal(size=(3, k))
     w = rng.normal(size=(3, k)) + 1j * rng.normal(size=(3, k))
     got = ch.hermitian_inner(z, w)
-    expected = np.array([np.vdot(w[j], z[j]) for j in range(3)])  # vdot conjugates its first
+    expected = np.array(
+        [np.vdot(w[j], z[j]) for j in range(3)]
+    )  # vdot conjugates its first
     assert np.allclose(got.real, expected.real) and np.allclose(got.imag, expected.imag)
 
 
@@ -268,7 +308,9 @@ def test_complex_position_code_default_base(m):
     d = 8
     theta = 10000.0 ** (-np.array([0.0, 2.0, 4.0, 6.0]) / d)
     z = ch.complex_position_code(m, d)
-    assert np.allclose(z.real, np.cos(m * theta)) and np.allclose(z.imag, np.sin(m * theta))
+    assert np.allclose(z.real, np.cos(m * theta)) and np.allclose(
+        z.imag, np.sin(m * theta)
+    )
 
 
 def test_encodings_default_base_is_10000():
@@ -278,8 +320,9 @@ def test_encodings_default_base_is_10000():
     interleaved = np.empty((T, d))
     interleaved[:, 0::2], interleaved[:, 1::2] = np.sin(angles), np.cos(angles)
     assert np.allclose(ch.sinusoidal_interleaved(T, d), interleaved)
-    assert np.allclose(ch.sinusoidal_concatenated(T, d),
-                       np.hstack([np.sin(angles), np.cos(angles)]))
+    assert np.allclose(
+        ch.sinusoidal_concatenated(T, d), np.hstack([np.sin(angles), np.cos(angles)])
+    )
     assert np.allclose(ch.frequencies(d), 10000.0 ** (-2 * np.arange(d // 2) / d))
 
 
@@ -307,7 +350,9 @@ def test_diagonal_spread_below_and_above_the_diagonal():
     assert ch.diagonal_spread(corner) == 0.0  # exact: x - x is 0
     rng = np.random.default_rng(5)
     R = rng.normal(size=(5, 5))
-    expected = max(np.abs(np.diagonal(R, k) - np.diagonal(R, k)[0]).max() for k in range(-4, 5))
+    expected = max(
+        np.abs(np.diagonal(R, k) - np.diagonal(R, k)[0]).max() for k in range(-4, 5)
+    )
     assert ch.diagonal_spread(R) == pytest.approx(expected)
 
 
@@ -315,7 +360,9 @@ def test_attention_readout_against_a_hand_written_head():
     gen = torch.Generator().manual_seed(4)
     T, d, d_k, d_v = 4, 5, 3, 2
     X = torch.randn(T, d, generator=gen, dtype=torch.float64)
-    W_q, W_k = (torch.randn(d_k, d, generator=gen, dtype=torch.float64) for _ in range(2))
+    W_q, W_k = (
+        torch.randn(d_k, d, generator=gen, dtype=torch.float64) for _ in range(2)
+    )
     W_v = torch.randn(d_v, d, generator=gen, dtype=torch.float64)
     w = torch.randn(d_v, generator=gen, dtype=torch.float64)
     scores = (X @ W_q.T) @ (X @ W_k.T).T / np.sqrt(d_k)
@@ -337,8 +384,10 @@ def test_cross_hessian_and_mixed_difference_of_a_bilinear_function():
 
     assert torch.allclose(ch.cross_hessian(f, X, 0, 2), B)
     assert torch.allclose(ch.cross_hessian(f, X, 2, 0), B.T)
-    p_0, p_2 = torch.randn(d, generator=gen, dtype=torch.float64), torch.randn(
-        d, generator=gen, dtype=torch.float64)
+    p_0, p_2 = (
+        torch.randn(d, generator=gen, dtype=torch.float64),
+        torch.randn(d, generator=gen, dtype=torch.float64),
+    )
     D = ch.mixed_difference(f, X, 0, 2, p_0, p_2)
     assert D == pytest.approx((p_0 @ B @ p_2).item(), abs=1e-9)
     assert torch.equal(X, X.clone())  # inputs untouched: run it twice, same answer
@@ -352,14 +401,22 @@ def test_shift_isometry_recovers_a_known_non_symmetric_rotation():
     shift = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     Q, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))
     shift = Q @ shift @ Q.T
-    P = np.array([np.linalg.matrix_power(shift, m) @ np.array([1.0, 0.5, -2.0]) for m in range(9)])
+    P = np.array(
+        [
+            np.linalg.matrix_power(shift, m) @ np.array([1.0, 0.5, -2.0])
+            for m in range(9)
+        ]
+    )
     assert np.allclose(ch.shift_isometry(P), shift, atol=1e-9)
-    assert np.allclose(ch.shift_isometry(P[:4]), shift, atol=1e-9)  # 3 pairs, rank 3: enough
+    assert np.allclose(
+        ch.shift_isometry(P[:4]), shift, atol=1e-9
+    )  # 3 pairs, rank 3: enough
     with pytest.raises(ValueError, match="span"):
         ch.shift_isometry(P[:3])
 
 
 # --- reading real pairs as complex numbers (reused by Chapter 5) ----------------------------
+
 
 @settings(max_examples=40, deadline=None)
 @given(half=st.integers(1, 32), seed=seeds)
@@ -373,7 +430,9 @@ def test_real_to_complex_round_trip(half, seed):
 def test_real_to_complex_hand_computed_and_errors():
     z = ch.real_to_complex(np.array([1.0, 2.0, -3.0, 0.5]))
     assert z.real.tolist() == [1.0, -3.0] and z.imag.tolist() == [2.0, 0.5]  # copies
-    assert ch.complex_to_real(np.array([[1 - 2j, 4j]])).tolist() == [[1.0, -2.0, 0.0, 4.0]]
+    assert ch.complex_to_real(np.array([[1 - 2j, 4j]])).tolist() == [
+        [1.0, -2.0, 0.0, 4.0]
+    ]
     with pytest.raises(ValueError, match="positive even length"):
         ch.real_to_complex(np.ones(3))
     with pytest.raises(ValueError, match="positive even length"):

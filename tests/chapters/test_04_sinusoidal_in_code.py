@@ -1,4 +1,5 @@
 """Tests for Chapter 4, "The sinusoidal encoding in code" (the notebook's export cells)."""
+
 from __future__ import annotations
 
 import re
@@ -31,6 +32,7 @@ def angle_table_bound(max_angle: float, exponent_terms: float = 0.0) -> float:
 
 # --- the encoding -------------------------------------------------------------------------
 
+
 @FAST
 @given(T=lengths, d=even_d, base=bases)
 def test_shape_and_dtype(T, d, base):
@@ -60,7 +62,10 @@ def test_matches_paper_loops_and_tutorial(T, d):
     assert np.abs(paper - pe).max(initial=0.0) <= angle_table_bound(T)
     # the tutorial's exp also rounds ln b, / d and * 2i: 4u ln b more on the exponent
     tutorial_bound = angle_table_bound(T, 5 * np.log(10000.0))
-    assert np.abs(ch.pe_pytorch_tutorial(T, d).numpy() - pe).max(initial=0.0) <= tutorial_bound
+    assert (
+        np.abs(ch.pe_pytorch_tutorial(T, d).numpy() - pe).max(initial=0.0)
+        <= tutorial_bound
+    )
 
 
 @FAST
@@ -77,7 +82,9 @@ def test_position_zero_and_constant_norm(T, d, base):
 def test_layout_is_sin_then_cos():
     pe = ch.sinusoidal_encoding_at([3.0], 6, 100.0)[0]
     theta = 100.0 ** (-np.array([0, 2, 4]) / 6)
-    assert np.allclose(pe[0::2], np.sin(3 * theta)) and np.allclose(pe[1::2], np.cos(3 * theta))
+    assert np.allclose(pe[0::2], np.sin(3 * theta)) and np.allclose(
+        pe[1::2], np.cos(3 * theta)
+    )
 
 
 @FAST
@@ -93,6 +100,7 @@ def test_wavelengths_geometric_and_short_of_2pi_b(d, base):
 
 # --- shifts, rotations and the dot product -------------------------------------------------
 
+
 @FAST
 @given(p=reals, delta=reals, d=even_d, base=bases)
 def test_shift_is_rotation(p, delta, d, base):
@@ -107,21 +115,29 @@ def test_shift_is_rotation(p, delta, d, base):
 @FAST
 @given(first=reals, second=reals, d=even_d, base=bases)
 def test_shift_matrices_compose(first, second, d, base):
-    assert np.allclose(ch.shift_matrix(first, d, base) @ ch.shift_matrix(second, d, base),
-                       ch.shift_matrix(first + second, d, base), atol=1e-9)
+    assert np.allclose(
+        ch.shift_matrix(first, d, base) @ ch.shift_matrix(second, d, base),
+        ch.shift_matrix(first + second, d, base),
+        atol=1e-9,
+    )
     # cos and sin of the negated angle: at most 4 ulp each from the mirrored values
-    assert np.allclose(ch.shift_matrix(-second, d, base),
-                       ch.shift_matrix(second, d, base).T, atol=1e-12)
+    assert np.allclose(
+        ch.shift_matrix(-second, d, base),
+        ch.shift_matrix(second, d, base).T,
+        atol=1e-12,
+    )
 
 
 def test_shift_matrix_blocks_are_transposed_rotations():
     theta = ch.frequencies(8, 50.0)
     M = ch.shift_matrix(1.7, 8, 50.0)
     for i in range(4):
-        assert np.allclose(M[2 * i:2 * i + 2, 2 * i:2 * i + 2], ch.rotation(1.7 * theta[i]).T)
+        assert np.allclose(
+            M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2], ch.rotation(1.7 * theta[i]).T
+        )
     off_block = M.copy()
     for i in range(4):
-        off_block[2 * i:2 * i + 2, 2 * i:2 * i + 2] = 0
+        off_block[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = 0
     assert not off_block.any()
 
 
@@ -134,20 +150,31 @@ def test_dot_product_depends_on_offset_only_and_is_even(m, n, s, d, base):
     assert dot == pytest.approx(ch.offset_similarity(m - n, d, base), abs=1e-8)
     # the same angles negated exactly; cosines within 4 ulp: sum of 32 below 1e-13
     assert ch.offset_similarity(m - n, d, base) == pytest.approx(
-        ch.offset_similarity(n - m, d, base), abs=1e-12)
+        ch.offset_similarity(n - m, d, base), abs=1e-12
+    )
 
 
 # --- the four terms of a logit --------------------------------------------------------------
+
 
 @FAST
 @given(seed=st.integers(0, 2**32 - 1), d=even_d)
 def test_attention_logit_terms_sum_to_logit(seed, d):
     rng = np.random.default_rng(seed)
-    x_m, x_n, W_q, W_k = rng.normal(size=d), rng.normal(size=d), rng.normal(size=(d, d)), \
-        rng.normal(size=(d, d))
+    x_m, x_n, W_q, W_k = (
+        rng.normal(size=d),
+        rng.normal(size=d),
+        rng.normal(size=(d, d)),
+        rng.normal(size=(d, d)),
+    )
     p_m, p_n = ch.sinusoidal_encoding_at(rng.uniform(0, 500, size=2), d)
     terms = ch.attention_logit_terms(x_m, x_n, p_m, p_n, W_q, W_k)
-    assert list(terms) == ["content", "content-position", "position-content", "position"]
+    assert list(terms) == [
+        "content",
+        "content-position",
+        "position-content",
+        "position",
+    ]
     assert all(isinstance(v, float) for v in terms.values())
     logit = (W_q @ (x_m + p_m)) @ (W_k @ (x_n + p_n))
     assert sum(terms.values()) == pytest.approx(logit, rel=1e-10, abs=1e-9)
@@ -175,25 +202,38 @@ def test_logit_grid_matches_loop_and_dependence(seed):
 def test_term_shares_sum_to_one():
     rng = np.random.default_rng(1)
     d = 8
-    sizes, variations = ch.term_shares(rng.normal(size=(5, 2, d)), ch.sinusoidal_encoding(10, d),
-                                       rng.normal(size=(d, d)), rng.normal(size=(d, d)))
-    assert sum(sizes.values()) == pytest.approx(1) and sum(variations.values()) == pytest.approx(1)
+    sizes, variations = ch.term_shares(
+        rng.normal(size=(5, 2, d)),
+        ch.sinusoidal_encoding(10, d),
+        rng.normal(size=(d, d)),
+        rng.normal(size=(d, d)),
+    )
+    assert sum(sizes.values()) == pytest.approx(1) and sum(
+        variations.values()
+    ) == pytest.approx(1)
     assert variations["content"] < 1e-12
 
 
 # --- diffusion timesteps --------------------------------------------------------------------
 
+
 @FAST
-@given(t=st.lists(st.floats(0, 2000), min_size=1, max_size=8), d=st.integers(2, 32).map(
-    lambda half: 2 * half), base=bases)
+@given(
+    t=st.lists(st.floats(0, 2000), min_size=1, max_size=8),
+    d=st.integers(2, 32).map(lambda half: 2 * half),
+    base=bases,
+)
 def test_timestep_embedding_is_permuted_pe_with_changed_base(t, d, base):
     te = ch.timestep_embedding(t, d, base)
     assert te.shape == (len(t), d)
     permuted = te[:, ch.concatenated_to_interleaved(d)]
-    assert np.allclose(permuted, ch.sinusoidal_encoding_at(t, d, base ** (d / (d - 2))), atol=1e-8)
+    assert np.allclose(
+        permuted, ch.sinusoidal_encoding_at(t, d, base ** (d / (d - 2))), atol=1e-8
+    )
 
 
 # --- bad input ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("d", [3, 0, -4, 2.0, True])
 def test_bad_dimension(d):
@@ -217,9 +257,13 @@ def test_bad_base(base):
 
 @pytest.mark.parametrize("T", [-1, 2.5, True, "10"])
 def test_bad_length(T):
-    with pytest.raises(ValueError, match="num_positions must be a non-negative integer"):
+    with pytest.raises(
+        ValueError, match="num_positions must be a non-negative integer"
+    ):
         ch.sinusoidal_encoding(T, 8)
-    with pytest.raises(ValueError, match="num_positions must be a non-negative integer"):
+    with pytest.raises(
+        ValueError, match="num_positions must be a non-negative integer"
+    ):
         ch.sinusoidal_encoding_torch(T, 8)
 
 
@@ -231,7 +275,9 @@ def test_other_bad_inputs():
     with pytest.raises(ValueError, match="positions must be finite"):
         ch.sinusoidal_encoding_at([0.0, float("nan")], 8)
     for delta in (float("nan"), float("inf"), "3"):
-        with pytest.raises(ValueError, match="offset delta must be a finite real number"):
+        with pytest.raises(
+            ValueError, match="offset delta must be a finite real number"
+        ):
             ch.shift_matrix(delta, 8)
     for d in (2, 5):
         with pytest.raises(ValueError, match=r"d must be an even integer >= 4"):
@@ -243,17 +289,24 @@ def test_other_bad_inputs():
     with pytest.raises(ValueError, match="need a square 2-D array"):
         ch.diagonal_spread(np.zeros((3, 4)))
     with pytest.raises(ValueError, match="need P of shape"):
-        ch.logit_terms_grid(np.zeros(3), np.zeros(4), np.zeros((5, 4)), np.eye(4), np.eye(4))
+        ch.logit_terms_grid(
+            np.zeros(3), np.zeros(4), np.zeros((5, 4)), np.eye(4), np.eye(4)
+        )
 
 
 # --- the interactive figure -----------------------------------------------------------------
+
 
 def _apply(state: dict, step: dict) -> None:
     """Apply a plotly "update" slider step to a figure dict, as plotly.js would."""
     state["visible"] = list(step["args"][0]["visible"])
     for key, value in step["args"][1].items():
-        s, j = map(int, re.fullmatch(r"sliders\[(\d)\]\.steps\[(\d+)\]\.args\[0\]\.visible",
-                                     key).groups())
+        s, j = map(
+            int,
+            re.fullmatch(
+                r"sliders\[(\d)\]\.steps\[(\d+)\]\.args\[0\]\.visible", key
+            ).groups(),
+        )
         state["layout"]["sliders"][s]["steps"][j]["args"][0]["visible"] = list(value)
 
 
@@ -271,7 +324,16 @@ def test_interactive_figure_sliders_are_independent_and_small():
         return combos[on[0]]
 
     assert shown() == (64, 10000.0)
-    for slider, index in [(0, 0), (1, 3), (0, 3), (1, 0), (0, 1), (1, 2), (1, 1), (0, 2)]:
+    for slider, index in [
+        (0, 0),
+        (1, 3),
+        (0, 3),
+        (1, 0),
+        (0, 1),
+        (1, 2),
+        (1, 1),
+        (0, 2),
+    ]:
         _apply(state, layout["sliders"][slider]["steps"][index])
         d, b = shown()
         if slider == 0:
@@ -285,6 +347,7 @@ def test_interactive_figure_sliders_are_independent_and_small():
 
 # --- exercise check functions ---------------------------------------------------------------
 
+
 def test_check_functions_reject_wrong_solutions():
     with pytest.raises(AssertionError, match="d = 8, delta = 3"):
         ch.check_shift_encoding(lambda pe, delta, base=10000.0: np.asarray(pe))
@@ -293,6 +356,7 @@ def test_check_functions_reject_wrong_solutions():
 
 
 # --- Defaults, hand-computed values and each term on its own ---------------------------------
+
 
 def _reference_pe(positions, d, base=10000.0):
     """Vaswani's table written out with the base hard-coded by the caller (default 10000)."""
@@ -308,7 +372,9 @@ def test_defaults_are_base_10000_and_float32():
     T, d = 30, 10
     expected = _reference_pe(np.arange(T), d)
     assert np.allclose(ch.sinusoidal_encoding(T, d), expected, atol=1e-12)
-    assert np.allclose(ch.sinusoidal_encoding_at([2.5, -7.0], d), _reference_pe([2.5, -7.0], d))
+    assert np.allclose(
+        ch.sinusoidal_encoding_at([2.5, -7.0], d), _reference_pe([2.5, -7.0], d)
+    )
     pt = ch.sinusoidal_encoding_torch(T, d)
     assert pt.dtype == torch.float32
     # one rounding to float32 (2^-25 for values in [-1, 1]) on top of float64 rounding
@@ -317,14 +383,18 @@ def test_defaults_are_base_10000_and_float32():
     assert tutorial.dtype == torch.float64
     assert np.allclose(tutorial.numpy(), expected, atol=1e-12)
     assert np.allclose(ch.wavelengths(4), [2 * np.pi, 2 * np.pi * 100.0])
-    assert np.allclose(ch.offset_similarity([0.0, 3.0], d),
-                       [d / 2, np.cos(3.0 / 10000.0 ** (2 * np.arange(d // 2) / d)).sum()])
+    assert np.allclose(
+        ch.offset_similarity([0.0, 3.0], d),
+        [d / 2, np.cos(3.0 / 10000.0 ** (2 * np.arange(d // 2) / d)).sum()],
+    )
 
 
 def test_pe_paper_loops_hand_computed():
     table = ch.pe_paper_loops(3, 4)
     assert len(table) == 3 and all(len(row) == 4 for row in table)
-    assert table[2] == pytest.approx([np.sin(2.0), np.cos(2.0), np.sin(0.02), np.cos(0.02)])
+    assert table[2] == pytest.approx(
+        [np.sin(2.0), np.cos(2.0), np.sin(0.02), np.cos(0.02)]
+    )
     with pytest.raises(ValueError, match="d_model must be a positive even integer"):
         ch.pe_paper_loops(3, 5)
 
@@ -332,7 +402,9 @@ def test_pe_paper_loops_hand_computed():
 def test_rotation_hand_computed():
     c, s = np.cos(0.3), np.sin(0.3)
     assert np.allclose(ch.rotation(0.3), [[c, -s], [s, c]])
-    assert np.allclose(ch.rotation(np.pi / 2) @ [1.0, 0.0], [0.0, 1.0])  # counter-clockwise
+    assert np.allclose(
+        ch.rotation(np.pi / 2) @ [1.0, 0.0], [0.0, 1.0]
+    )  # counter-clockwise
     with pytest.raises(ValueError, match="finite"):
         ch.rotation(np.nan)
     with pytest.raises(ValueError, match="one real angle"):
@@ -348,8 +420,10 @@ def test_shift_matrix_default_base_and_entries(delta):
     M = ch.shift_matrix(delta, d)
     for i in range(d // 2):
         c, s = np.cos(delta * theta[i]), np.sin(delta * theta[i])
-        assert np.allclose(M[2 * i:2 * i + 2, 2 * i:2 * i + 2], [[c, s], [-s, c]])
-    assert np.allclose(M @ _reference_pe([5.0], d)[0], _reference_pe([5.0 + delta], d)[0])
+        assert np.allclose(M[2 * i : 2 * i + 2, 2 * i : 2 * i + 2], [[c, s], [-s, c]])
+    assert np.allclose(
+        M @ _reference_pe([5.0], d)[0], _reference_pe([5.0 + delta], d)[0]
+    )
 
 
 @settings(max_examples=20, deadline=None)
@@ -435,8 +509,9 @@ def test_timestep_embedding_hand_formula_default_base(d):
     omega = np.array([10000.0 ** (-j / (half - 1)) for j in range(half)])
     expected = np.hstack([np.sin(t[:, None] * omega), np.cos(t[:, None] * omega)])
     assert np.allclose(ch.timestep_embedding(t, d), expected)
-    assert np.allclose(ch.timestep_embedding(list(t), d, 50.0)[:, half - 1],
-                       np.sin(t / 50.0))  # the last frequency is exactly 1 / base
+    assert np.allclose(
+        ch.timestep_embedding(list(t), d, 50.0)[:, half - 1], np.sin(t / 50.0)
+    )  # the last frequency is exactly 1 / base
 
 
 def test_concatenated_to_interleaved_hand_computed():
@@ -470,6 +545,8 @@ def test_check_encoding_basics_tolerance_means_what_it_says():
     for scale in (1 + 1e-6, 1 + 1e-9, 1 - 1e-9):
         with pytest.raises(AssertionError, match="length"):
             ch.check_encoding_basics(np.vstack([good[:1], scale * good[1:]]))
+
+
 def test_tutorial_loop_rejects_bad_input():
     assert ch.sinusoidal_tutorial_loop(0, 8).shape == (0, 8)
     with pytest.raises(ValueError, match="non-negative integer"):
@@ -484,8 +561,10 @@ def test_tutorial_loop_rejects_bad_input():
 def test_exponent_rules():
     d = 16
     T = 40
-    tables = {r: ch.sinusoidal_from_exponents(T, ch.exponent_rule(r, d))
-              for r in ("correct", "column index", "doubled index", "missing factor 2")}
+    tables = {
+        r: ch.sinusoidal_from_exponents(T, ch.exponent_rule(r, d))
+        for r in ("correct", "column index", "doubled index", "missing factor 2")
+    }
     assert np.allclose(tables["correct"], ch.sinusoidal_encoding(T, d))
     assert np.allclose(tables["doubled index"], ch.sinusoidal_tutorial_loop(T, d))
     assert np.allclose(tables["missing factor 2"], ch.sinusoidal_encoding(T, d, 100.0))
@@ -501,9 +580,14 @@ def test_exponent_rules():
 
 # --- The moved 'three bugs' helpers: hand-computed rules, arbitrary exponents --------------
 
+
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), T=st.integers(1, 30), half=st.integers(1, 6),
-       base=bases)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    T=st.integers(1, 30),
+    half=st.integers(1, 6),
+    base=bases,
+)
 def test_sinusoidal_from_arbitrary_exponents(seed, T, half, base):
     e = np.random.default_rng(seed).uniform(0, 1.5, 2 * half)
     P = ch.sinusoidal_from_exponents(T, e, base)
@@ -525,12 +609,20 @@ def test_exponent_rules_hand_computed():
 @pytest.mark.parametrize("base", [10000.0, 30.0])
 def test_tutorial_loop_reproduces_the_circulating_bug(base):
     T, d = 20, 6
-    P = ch.sinusoidal_tutorial_loop(T, d, base) if base != 10000.0 else (
-        ch.sinusoidal_tutorial_loop(T, d))
+    P = (
+        ch.sinusoidal_tutorial_loop(T, d, base)
+        if base != 10000.0
+        else (ch.sinusoidal_tutorial_loop(T, d))
+    )
     for pos in range(T):
-        for i in range(0, d, 2):  # the bug: exponent 2i/d with i the column, not the pair
+        for i in range(
+            0, d, 2
+        ):  # the bug: exponent 2i/d with i the column, not the pair
             assert P[pos, i] == pytest.approx(np.sin(pos / base ** (2 * i / d)))
-            assert P[pos, i + 1] == pytest.approx(np.cos(pos / base ** (2 * (i + 1) / d)))
+            assert P[pos, i + 1] == pytest.approx(
+                np.cos(pos / base ** (2 * (i + 1) / d))
+            )
+
 
 @pytest.mark.parametrize("base", [0.0, -2.0, float("inf"), float("nan")])
 def test_sinusoidal_from_exponents_rejects_bad_base(base):
@@ -541,7 +633,9 @@ def test_sinusoidal_from_exponents_rejects_bad_base(base):
 def test_exponents_default_base_is_10000():
     T, d = 20, 8
     e = 2 * (np.arange(d) // 2) / d
-    assert np.allclose(ch.sinusoidal_from_exponents(T, e), _reference_pe(np.arange(T), d))
+    assert np.allclose(
+        ch.sinusoidal_from_exponents(T, e), _reference_pe(np.arange(T), d)
+    )
 
 
 # ------------------------------------------------------ exercise checks
@@ -625,8 +719,9 @@ def test_ex_4_3(capsys) -> None:
     passes(ch.check_offset_gram, gram, 5, capsys)
     passes(
         ch.check_offset_gram,
-        lambda T, d, base=1e4: torch.tensor(gram(T, d, base), dtype=torch.float64)
-        .float(),  # a float32 answer
+        lambda T, d, base=1e4: torch.tensor(
+            gram(T, d, base), dtype=torch.float64
+        ).float(),  # a float32 answer
         5,
         capsys,
     )

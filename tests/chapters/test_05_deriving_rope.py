@@ -3,6 +3,7 @@
 Only the notebook's ``export`` cells are executed (bookkit.testing.load_chapter), so these are the functions
 the reader sees.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,6 +27,7 @@ seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
 # --- the relative property and orthogonality ------------------------------------------------
 
+
 @SETTINGS
 @given(m=positions, n=positions, d=dims, base=bases)
 def test_relative_property(m, n, d, base):
@@ -36,8 +38,11 @@ def test_relative_property(m, n, d, base):
 @SETTINGS
 @given(m=positions, n=positions, d=dims, base=bases)
 def test_composition(m, n, d, base):
-    assert np.allclose(ch.rope_matrix(m, d, base) @ ch.rope_matrix(n, d, base),
-                       ch.rope_matrix(m + n, d, base), atol=1e-8)
+    assert np.allclose(
+        ch.rope_matrix(m, d, base) @ ch.rope_matrix(n, d, base),
+        ch.rope_matrix(m + n, d, base),
+        atol=1e-8,
+    )
 
 
 @SETTINGS
@@ -66,8 +71,12 @@ def test_score_depends_on_offset_only(m, n, d, base, seed):
     W_q, W_k = rng.normal(size=(2, d, d))
     x_m, x_n = rng.normal(size=(2, d))
     shift = int(rng.integers(-1000, 1000))
+
     def score(a, b):
-        return (ch.rope_matrix(a, d, base) @ W_q @ x_m) @ (ch.rope_matrix(b, d, base) @ W_k @ x_n)
+        return (ch.rope_matrix(a, d, base) @ W_q @ x_m) @ (
+            ch.rope_matrix(b, d, base) @ W_k @ x_n
+        )
+
     expected = x_m @ W_q.T @ ch.rope_matrix(n - m, d, base) @ W_k @ x_n
     scale = np.linalg.norm(W_q @ x_m) * np.linalg.norm(W_k @ x_n)
     assert abs(score(m, n) - expected) <= 1e-9 * scale
@@ -76,11 +85,14 @@ def test_score_depends_on_offset_only(m, n, d, base, seed):
 
 # --- complex form ---------------------------------------------------------------------------
 
+
 @SETTINGS
 @given(m=positions, d=dims, base=bases, seed=seeds)
 def test_complex_form_equals_dense(m, d, base, seed):
     x = np.random.default_rng(seed).normal(size=d)
-    assert np.allclose(ch.rope_complex(x, m, base), ch.rope_matrix(m, d, base) @ x, atol=1e-10)
+    assert np.allclose(
+        ch.rope_complex(x, m, base), ch.rope_matrix(m, d, base) @ x, atol=1e-10
+    )
 
 
 def test_complex_form_batches_over_leading_axes():
@@ -92,7 +104,9 @@ def test_complex_form_batches_over_leading_axes():
 @given(m=positions, d=dims, base=bases)
 def test_rope_matrix_is_chapter_4s_shift_back(m, d, base):
     # R_m = M_(-m): the step of the proof of thm-05-rope-properties
-    assert np.allclose(ch.rope_matrix(m, d, base), ch.shift_matrix(-m, d, base), atol=1e-9)
+    assert np.allclose(
+        ch.rope_matrix(m, d, base), ch.shift_matrix(-m, d, base), atol=1e-9
+    )
 
 
 @SETTINGS
@@ -103,8 +117,11 @@ def test_theta_operator_is_complex_form_of_rope(m, d, base, seed):
     Theta_m = np.linalg.matrix_power(ch.theta_operator(d, base), abs(m))
     if m < 0:
         Theta_m = Theta_m.conj()
-    assert np.allclose(ch.complex_to_real(Theta_m @ z),
-                       ch.rope_matrix(m, d, base) @ ch.complex_to_real(z), atol=1e-8)
+    assert np.allclose(
+        ch.complex_to_real(Theta_m @ z),
+        ch.rope_matrix(m, d, base) @ ch.complex_to_real(z),
+        atol=1e-8,
+    )
 
 
 @SETTINGS
@@ -116,13 +133,15 @@ def test_sinusoidal_code_is_an_orbit(m, d, base):
 
 # --- modulation identity ----------------------------------------------------------------------
 
+
 @SETTINGS
 @given(phi=st.floats(-100, 100), seed=seeds)
 def test_rotation_is_cos_plus_sin_J(phi, seed):
     q, k = np.random.default_rng(seed).normal(size=(2, 2))
     assert np.allclose(ch.rotation(phi), np.cos(phi) * np.eye(2) + np.sin(phi) * ch.J)
-    assert np.isclose(q @ ch.rotation(phi) @ k,
-                      np.cos(phi) * (q @ k) + np.sin(phi) * (q @ ch.J @ k))
+    assert np.isclose(
+        q @ ch.rotation(phi) @ k, np.cos(phi) * (q @ k) + np.sin(phi) * (q @ ch.J @ k)
+    )
 
 
 @SETTINGS
@@ -158,6 +177,7 @@ def test_modulation_terms_accept_arrays_of_offsets():
 
 
 # --- bad input --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("d", [3, 7, 0, -2])
 def test_rope_rejects_bad_dimension(d):
@@ -200,6 +220,7 @@ def test_other_bad_inputs():
 
 # --- Hand-computed values, defaults hard-coded to 10000, both complex parts -------------------
 
+
 def _reference_rope(m, d, base=10000.0):
     """R_m written out entry by entry (interleaved pairs, counter-clockwise)."""
     R = np.zeros((d, d))
@@ -221,8 +242,9 @@ def test_rope_matrix_and_complex_form_use_base_10000_by_default(m):
 
 def test_rotation_and_rope_turn_counter_clockwise():
     assert np.allclose(ch.rotation(np.pi / 2) @ [1.0, 0.0], [0.0, 1.0])
-    assert np.allclose(ch.rotation(0.25), [[np.cos(0.25), -np.sin(0.25)],
-                                           [np.sin(0.25), np.cos(0.25)]])
+    assert np.allclose(
+        ch.rotation(0.25), [[np.cos(0.25), -np.sin(0.25)], [np.sin(0.25), np.cos(0.25)]]
+    )
     assert np.allclose(ch.rope_matrix(np.pi / 2, 2) @ [1.0, 0.0], [0.0, 1.0])
     assert np.allclose(ch.rope_complex(np.array([1.0, 0.0]), np.pi / 2), [0.0, 1.0])
     assert np.array_equal(ch.J, [[0.0, -1.0], [1.0, 0.0]])  # exact: literal entries
@@ -235,7 +257,9 @@ def test_theta_operator_both_parts_and_default_base():
     assert np.allclose(np.diag(Theta).real, np.cos(theta))
     assert np.allclose(np.diag(Theta).imag, np.sin(theta))
     assert np.count_nonzero(Theta - np.diag(np.diag(Theta))) == 0  # exact: np.diag
-    assert np.allclose(np.diag(ch.theta_operator(4, 100.0)), np.exp(1j * np.array([1.0, 0.1])))
+    assert np.allclose(
+        np.diag(ch.theta_operator(4, 100.0)), np.exp(1j * np.array([1.0, 0.1]))
+    )
 
 
 def test_modulation_terms_hand_computed():
@@ -258,17 +282,21 @@ def test_rope_logit_terms_default_base_with_rectangular_weights(seed, half, delt
     q, k = W_q @ x_m, W_k @ x_n
     terms = ch.rope_logit_terms(x_m, x_n, W_q, W_k, delta)
     expected = q @ _reference_rope(delta, d).T @ k  # (R_m q).(R_n k) = q^T R_{n-m} k
-    assert terms["cos"] + terms["sin"] == pytest.approx(expected, abs=1e-9 * (1 + abs(expected)))
+    assert terms["cos"] + terms["sin"] == pytest.approx(
+        expected, abs=1e-9 * (1 + abs(expected))
+    )
     theta = 10000.0 ** (-np.arange(0, d, 2) / d)
-    cos_part = sum(np.cos(delta * theta[i]) * (q[2 * i:2 * i + 2] @ k[2 * i:2 * i + 2])
-                   for i in range(half))
+    cos_part = sum(
+        np.cos(delta * theta[i]) * (q[2 * i : 2 * i + 2] @ k[2 * i : 2 * i + 2])
+        for i in range(half)
+    )
     assert terms["cos"] == pytest.approx(cos_part, abs=1e-9 * (1 + abs(cos_part)))
     with pytest.raises(ValueError, match="one length"):
         ch.rope_logit_terms(x_m, x_n, W_q, W_k[:-1], delta)
 
 
-
 # --- the operator route (moved here from Chapter 3) ------------------------------------------
+
 
 @settings(max_examples=20, deadline=None)
 @given(seed=seeds, size=st.integers(1, 6), det=st.sampled_from([1, -1]))
@@ -281,7 +309,9 @@ def test_orthogonal_powers_give_relative_inner_products(seed, size, det):
     y, y2 = rng.normal(size=(2, size))
     G = (powers @ y) @ (powers @ y2).T  # <O^t y, O^s y'>
     assert ch.diagonal_spread(G) < 1e-9  # float64: rounding near 1e-14
-    assert np.allclose(powers[0], np.eye(size)) and np.allclose(powers[3], step @ step @ step)
+    assert np.allclose(powers[0], np.eye(size)) and np.allclose(
+        powers[3], step @ step @ step
+    )
 
 
 @settings(max_examples=20, deadline=None)
@@ -362,7 +392,9 @@ def test_random_unitary_is_haar_distributed():
     assert abs(np.mean(np.abs(trace) ** 2) - 1) < 5 * se
     p = stats.kstest(np.abs(samples[:, 0, 0]) ** 2, stats.beta(1, k - 1).cdf).pvalue
     assert p > 1e-4
-    phases = np.angle(np.linalg.eigvals(samples).ravel())  # eigenphases: uniform marginal
+    phases = np.angle(
+        np.linalg.eigvals(samples).ravel()
+    )  # eigenphases: uniform marginal
     assert stats.kstest(phases, stats.uniform(-np.pi, 2 * np.pi).cdf).pvalue > 1e-4
 
 
@@ -464,9 +496,12 @@ def test_ex_5_3(capsys) -> None:
     fails(check, no_validation, "odd d", "got no error")
 
 
-@pytest.mark.parametrize("name, forbidden", [
-    ("check_rope_scores", ("rope_matrix(", "_scores_by_matrices")),
-])
+@pytest.mark.parametrize(
+    "name, forbidden",
+    [
+        ("check_rope_scores", ("rope_matrix(", "_scores_by_matrices")),
+    ],
+)
 def test_checks_hold_expected_values(name, forbidden) -> None:
     """The student edition shows each check's source: it must not compute the
     answer."""

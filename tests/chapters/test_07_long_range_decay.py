@@ -1,4 +1,5 @@
 """Tests for Chapter 7: the decay integral, its closed form, the finite sum and the tail."""
+
 from __future__ import annotations
 
 import math
@@ -24,34 +25,50 @@ offsets = st.floats(-2000, 2000, allow_nan=False)
 @given(delta=offsets, base=bases)
 def test_closed_form_matches_quadrature(delta: float, base: float) -> None:
     assert ch.decay_integral_closed_form(delta, base) == pytest.approx(
-        ch.decay_integral_quad(delta, base), abs=1e-9)
+        ch.decay_integral_quad(delta, base), abs=1e-9
+    )
 
 
 @settings(max_examples=60, deadline=None)
 @given(delta=st.floats(0.01, 1e6), base=st.floats(1.5, 1e6))
 def test_complex_integral_real_part_and_bound(delta: float, base: float) -> None:
     z = ch.decay_integral_complex(delta, base)
-    assert z.real == pytest.approx(ch.decay_integral_closed_form(delta, base), abs=1e-12)
+    assert z.real == pytest.approx(
+        ch.decay_integral_closed_form(delta, base), abs=1e-12
+    )
     assert ch.decay_integral_complex(-delta, base) == pytest.approx(np.conj(z))
     assert abs(z) <= (base + 1) / (delta * math.log(base)) * (1 + 1e-12)
 
 
 @settings(max_examples=40, deadline=None)
-@given(delta=st.floats(-5000, 5000), d=st.sampled_from([2, 8, 64, 128, 512]),
-       base=st.floats(2.0, 1e6))
+@given(
+    delta=st.floats(-5000, 5000),
+    d=st.sampled_from([2, 8, 64, 128, 512]),
+    base=st.floats(2.0, 1e6),
+)
 def test_riemann_sum_error_bound(delta: float, d: int, base: float) -> None:
-    gap = abs(ch.decay_finite_sum(delta, d, base) - ch.decay_integral_closed_form(delta, base))
+    gap = abs(
+        ch.decay_finite_sum(delta, d, base) - ch.decay_integral_closed_form(delta, base)
+    )
     assert gap <= 2 * abs(delta) * (1 - 1 / base) / d + 1e-12
 
 
 @settings(max_examples=40, deadline=None)
-@given(delta=st.floats(-300, 300), d=st.sampled_from([2, 16, 128]), base=st.floats(2.0, 1e5))
-def test_finite_sum_is_sinusoidal_inner_product(delta: float, d: int, base: float) -> None:
+@given(
+    delta=st.floats(-300, 300),
+    d=st.sampled_from([2, 16, 128]),
+    base=st.floats(2.0, 1e5),
+)
+def test_finite_sum_is_sinusoidal_inner_product(
+    delta: float, d: int, base: float
+) -> None:
     theta = ch.frequencies(d, base)
     m, n = delta + 17.0, 17.0
     pe_m = np.stack([np.sin(m * theta), np.cos(m * theta)], axis=1).ravel()
     pe_n = np.stack([np.sin(n * theta), np.cos(n * theta)], axis=1).ravel()
-    assert pe_m @ pe_n == pytest.approx(d / 2 * ch.decay_finite_sum(delta, d, base), abs=1e-9)
+    assert pe_m @ pe_n == pytest.approx(
+        d / 2 * ch.decay_finite_sum(delta, d, base), abs=1e-9
+    )
 
 
 def test_finite_sum_shapes_and_peak() -> None:
@@ -86,10 +103,15 @@ def test_rope_logit_matches_rotations() -> None:
         out = np.empty_like(x)
         for i, angle in enumerate(position * ch.frequencies(d, base)):
             c, s = math.cos(angle), math.sin(angle)
-            out[2 * i], out[2 * i + 1] = c * x[2 * i] - s * x[2 * i + 1], s * x[2 * i] + c * x[2 * i + 1]
+            out[2 * i], out[2 * i + 1] = (
+                c * x[2 * i] - s * x[2 * i + 1],
+                s * x[2 * i] + c * x[2 * i + 1],
+            )
         return out
 
-    assert ch.rope_logit(q, k, m - n, base) == pytest.approx(rotate(q, m) @ rotate(k, n))
+    assert ch.rope_logit(q, k, m - n, base) == pytest.approx(
+        rotate(q, m) @ rotate(k, n)
+    )
 
 
 def test_asymptotic_slope_is_minus_one() -> None:
@@ -113,7 +135,9 @@ def test_asymptotic_series_remainder_and_optimal_truncation(x: int) -> None:
 def test_seed_ei_convention() -> None:
     x = np.array([0.5, 2.0, 30.0])
     si, ci = ch.sici(x)
-    assert np.allclose(ch.asymptotic_ei(1j * 200.0, 10), -ch.oscillatory_tail(200.0), atol=1e-12)
+    assert np.allclose(
+        ch.asymptotic_ei(1j * 200.0, 10), -ch.oscillatory_tail(200.0), atol=1e-12
+    )
     assert np.allclose(-ch.oscillatory_tail(x), ci + 1j * (si - np.pi / 2))
     assert np.allclose(ch.oscillatory_tail(x), ch.exp1(-1j * x))
 
@@ -147,7 +171,9 @@ def test_power_schedules_against_quad(alpha: float) -> None:
         assert ch.decay_integral_power(delta, alpha) == pytest.approx(numeric, abs=1e-9)
 
 
-@pytest.mark.parametrize("base", [0.0, -3.0, float("inf"), float("nan"), 1.0, 1, True, "10000"])
+@pytest.mark.parametrize(
+    "base", [0.0, -3.0, float("inf"), float("nan"), 1.0, 1, True, "10000"]
+)
 def test_integrals_reject_bad_base(base) -> None:
     with pytest.raises(ValueError, match="base"):
         ch.decay_integral_closed_form(5.0, base)
@@ -196,11 +222,11 @@ def test_bad_offsets_and_arguments() -> None:
         ch.first_negative_offset(8, 100.0, max_delta=0)
 
 
-
-
 @pytest.mark.parametrize("base", [1.5, 10000.0, 0.05])
 def test_tiny_offsets_are_continuous(base: float) -> None:
-    tiny = np.array([0.0, 5e-324, 1e-200, 1e-8, 0.99e-4, 1.01e-4, 1e-3]) * min(1.0, base)
+    tiny = np.array([0.0, 5e-324, 1e-200, 1e-8, 0.99e-4, 1.01e-4, 1e-3]) * min(
+        1.0, base
+    )
     values = ch.decay_integral_closed_form(tiny, base)
     assert np.all(np.isfinite(values)) and values[0] == 1.0
     expected = [ch.decay_integral_quad(float(x), base) for x in tiny]
@@ -220,10 +246,12 @@ CI_ZERO = 0.6165054856207162  # first zero of Ci (Abramowitz & Stegun 5.2; brent
 
 def _quad_cos_sin(delta: float, base: float) -> complex:
     """int_0^1 exp(i delta base**-t) dt by plain adaptive quadrature (moderate delta)."""
-    re = integrate.quad(lambda t: math.cos(delta * base**-t), 0, 1, limit=500,
-                        epsabs=1e-12)[0]
-    im = integrate.quad(lambda t: math.sin(delta * base**-t), 0, 1, limit=500,
-                        epsabs=1e-12)[0]
+    re = integrate.quad(
+        lambda t: math.cos(delta * base**-t), 0, 1, limit=500, epsabs=1e-12
+    )[0]
+    im = integrate.quad(
+        lambda t: math.sin(delta * base**-t), 0, 1, limit=500, epsabs=1e-12
+    )[0]
     return complex(re, im)
 
 
@@ -231,8 +259,12 @@ def _quad_cos_sin(delta: float, base: float) -> complex:
 def test_closed_form_defaults_against_sici_and_quad(delta: float) -> None:
     b = 10000.0
     ci = special.sici(delta)[1] - special.sici(delta / b)[1]
-    assert ch.decay_integral_closed_form(delta) == pytest.approx(ci / math.log(b), abs=1e-12)
-    assert ch.decay_integral_closed_form(-delta) == pytest.approx(ci / math.log(b), abs=1e-12)
+    assert ch.decay_integral_closed_form(delta) == pytest.approx(
+        ci / math.log(b), abs=1e-12
+    )
+    assert ch.decay_integral_closed_form(-delta) == pytest.approx(
+        ci / math.log(b), abs=1e-12
+    )
     z = _quad_cos_sin(delta, b)
     assert ch.decay_integral_closed_form(delta) == pytest.approx(z.real, abs=1e-9)
     assert ch.decay_integral_quad(delta) == pytest.approx(z.real, abs=1e-9)
@@ -252,7 +284,9 @@ def test_complex_integral_both_parts_other_bases(base: float) -> None:
         assert got.real == pytest.approx(z.real, abs=1e-9)
         assert got.imag == pytest.approx(z.imag, abs=1e-9)
     tiny = ch.decay_integral_complex(np.array([5e-5, -5e-5]), base)  # the series branch
-    assert tiny.imag[0] == pytest.approx(5e-5 * (1 - 1 / base) / math.log(base), rel=1e-6)
+    assert tiny.imag[0] == pytest.approx(
+        5e-5 * (1 - 1 / base) / math.log(base), rel=1e-6
+    )
     assert tiny.imag[1] == pytest.approx(-tiny.imag[0])
 
 
@@ -260,16 +294,21 @@ def test_tiny_offsets_series_against_the_taylor_expansion() -> None:
     for base in (2.0, 10000.0):
         for delta in (5e-5, 9e-5):
             expected = 1 - delta**2 * (1 - base**-2) / (4 * math.log(base))
-            assert ch.decay_integral_closed_form(delta, base) == pytest.approx(expected,
-                                                                              abs=1e-15)
+            assert ch.decay_integral_closed_form(delta, base) == pytest.approx(
+                expected, abs=1e-15
+            )
 
 
 def test_finite_sum_defaults_and_hand_values() -> None:
     theta = 10000.0 ** (-np.arange(0, 8, 2) / 8)
     for delta in (0.0, 1.0, -7.5, 300.0):
-        assert ch.decay_finite_sum(delta, 8) == pytest.approx(np.cos(delta * theta).mean())
+        assert ch.decay_finite_sum(delta, 8) == pytest.approx(
+            np.cos(delta * theta).mean()
+        )
     assert ch.decay_finite_sum(2.0, 2) == pytest.approx(math.cos(2.0))
-    assert ch.decay_finite_sum(3.0, 4, 100.0) == pytest.approx((math.cos(3.0) + math.cos(0.3)) / 2)
+    assert ch.decay_finite_sum(3.0, 4, 100.0) == pytest.approx(
+        (math.cos(3.0) + math.cos(0.3)) / 2
+    )
 
 
 def test_cosine_average_in_small_chunks() -> None:
@@ -282,17 +321,22 @@ def test_cosine_average_in_small_chunks() -> None:
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), half=st.integers(1, 6),
-       delta=st.floats(-500, 500))
+@given(
+    seed=st.integers(0, 2**32 - 1), half=st.integers(1, 6), delta=st.floats(-500, 500)
+)
 def test_rope_logit_default_base_batched(seed: int, half: int, delta: float) -> None:
     rng = np.random.default_rng(seed)
     d = 2 * half
     q, k = rng.standard_normal((3, d)), rng.standard_normal((3, d))
-    R = np.zeros((d, d))  # R_delta, interleaved, base 10000: (R_m q).(R_n k) = q.R_{n-m}k
+    R = np.zeros(
+        (d, d)
+    )  # R_delta, interleaved, base 10000: (R_m q).(R_n k) = q.R_{n-m}k
     for i in range(half):
         a = -delta * 10000.0 ** (-2 * i / d)
-        R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[math.cos(a), -math.sin(a)],
-                                                [math.sin(a), math.cos(a)]]
+        R[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [
+            [math.cos(a), -math.sin(a)],
+            [math.sin(a), math.cos(a)],
+        ]
     expected = np.einsum("bi,ij,bj->b", q, R, k)
     assert np.allclose(ch.rope_logit(q, k, delta), expected, atol=1e-9)
 
@@ -302,14 +346,18 @@ def test_first_negative_offset_boundaries() -> None:
     assert ch.first_negative_offset(16, max_delta=90) is None
     assert ch.first_negative_offset(2) == 2  # cos(delta) < 0 first at delta = 2
     grid = np.arange(1, 200)
-    values = np.cos(np.multiply.outer(grid, 100.0 ** (-np.arange(0, 8, 2) / 8))).mean(-1)
+    values = np.cos(np.multiply.outer(grid, 100.0 ** (-np.arange(0, 8, 2) / 8))).mean(
+        -1
+    )
     assert ch.first_negative_offset(8, 100.0) == int(grid[np.argmax(values < 0)])
 
 
 def test_asymptotic_series_hand_computed_and_against_scipy() -> None:
     z = 2.0 + 3.0j
     assert ch.asymptotic_ei(z, 1) == pytest.approx(np.exp(z) / z)
-    assert ch.asymptotic_ei(z, 3) == pytest.approx(np.exp(z) / z * (1 + 1 / z + 2 / z**2))
+    assert ch.asymptotic_ei(z, 3) == pytest.approx(
+        np.exp(z) / z * (1 + 1 / z + 2 / z**2)
+    )
     for x in (20.0, 60.0):
         ei = -special.exp1(-1j * x)  # Ei(ix) = -E1(-ix)
         got = ch.asymptotic_ei(1j * x, 6)
@@ -317,7 +365,9 @@ def test_asymptotic_series_hand_computed_and_against_scipy() -> None:
         assert got.imag == pytest.approx(ei.imag, abs=1e-6)
     si, ci = special.sici(5.0)
     tail = ch.oscillatory_tail(5.0)
-    assert tail.real == pytest.approx(-ci) and tail.imag == pytest.approx(np.pi / 2 - si)
+    assert tail.real == pytest.approx(-ci) and tail.imag == pytest.approx(
+        np.pi / 2 - si
+    )
 
 
 def test_abel_partial_sums_hand_computed() -> None:
@@ -334,7 +384,8 @@ def test_first_zero_of_ci_constant() -> None:
     from scipy.optimize import brentq
 
     assert brentq(lambda x: special.sici(x)[1], 0.3, 1.0, xtol=1e-15) == pytest.approx(
-        CI_ZERO, abs=1e-12)
+        CI_ZERO, abs=1e-12
+    )
 
 
 @pytest.mark.parametrize("base", [3.0, 200.0, 10000.0])
@@ -351,35 +402,56 @@ def test_first_zero_against_an_independent_root(base: float) -> None:
 
 
 def test_schedule_frequencies_hand_computed() -> None:
-    assert ch.schedule_frequencies(4, 10.0, "linear").tolist() == pytest.approx([1.0, 0.55])
+    assert ch.schedule_frequencies(4, 10.0, "linear").tolist() == pytest.approx(
+        [1.0, 0.55]
+    )
     assert ch.schedule_frequencies(4, 10.0, "harmonic").tolist() == pytest.approx(
-        [1.0, 1 / 5.5])
-    assert ch.schedule_frequencies(4, 100.0, "geometric").tolist() == pytest.approx([1.0, 0.1])
+        [1.0, 1 / 5.5]
+    )
+    assert ch.schedule_frequencies(4, 100.0, "geometric").tolist() == pytest.approx(
+        [1.0, 0.1]
+    )
 
 
-@pytest.mark.parametrize("kind, theta", [
-    ("linear", lambda t, b: 1 - (1 - 1 / b) * t),
-    ("harmonic", lambda t, b: 1 / (1 + (b - 1) * t)),
-    ("geometric", lambda t, b: b ** (-t)),
-])
+@pytest.mark.parametrize(
+    "kind, theta",
+    [
+        ("linear", lambda t, b: 1 - (1 - 1 / b) * t),
+        ("harmonic", lambda t, b: 1 / (1 + (b - 1) * t)),
+        ("geometric", lambda t, b: b ** (-t)),
+    ],
+)
 def test_schedule_integrals_against_quad(kind, theta) -> None:
     for base in (5.0, 1000.0):
         for delta in (0.7, -9.0, 60.0):
-            expected = integrate.quad(lambda t: math.cos(delta * theta(t, base)), 0, 1,
-                                      limit=400, epsabs=1e-12)[0]
+            expected = integrate.quad(
+                lambda t: math.cos(delta * theta(t, base)),
+                0,
+                1,
+                limit=400,
+                epsabs=1e-12,
+            )[0]
             got = ch.decay_integral_schedule(delta, base, kind)
             assert got == pytest.approx(expected, abs=1e-9)
 
 
 @pytest.mark.parametrize("alpha", [0.5, 1, 2])
 def test_power_schedules_near_zero_and_moderate_offsets(alpha) -> None:
-    for delta in (9e-5, -5e-5):  # Taylor branch: 1 - delta^2 / (2 (2 alpha + 1)) + O(delta^4)
+    for delta in (
+        9e-5,
+        -5e-5,
+    ):  # Taylor branch: 1 - delta^2 / (2 (2 alpha + 1)) + O(delta^4)
         expected = 1 - delta**2 / (2 * (2 * alpha + 1))
-        assert ch.decay_integral_power(delta, alpha) == pytest.approx(expected, abs=1e-15)
+        assert ch.decay_integral_power(delta, alpha) == pytest.approx(
+            expected, abs=1e-15
+        )
     for delta in (0.01, 0.05, 2.0, -30.0):
-        expected = integrate.quad(lambda t: math.cos(delta * t**alpha), 0, 1, limit=400,
-                                  epsabs=1e-13)[0]
-        assert ch.decay_integral_power(delta, alpha) == pytest.approx(expected, abs=1e-9)
+        expected = integrate.quad(
+            lambda t: math.cos(delta * t**alpha), 0, 1, limit=400, epsabs=1e-13
+        )[0]
+        assert ch.decay_integral_power(delta, alpha) == pytest.approx(
+            expected, abs=1e-9
+        )
 
 
 @pytest.mark.parametrize("kind", ["linear", "harmonic"])
@@ -407,11 +479,18 @@ def first_zero(d, base=10000.0):
 def test_ex_7_2(capsys) -> None:
     passes(ch.check_first_zero_finite_sum, first_zero, 4, capsys)
     # a correct answer in float32 passes too, and one computed with a coarser bracket
-    passes(ch.check_first_zero_finite_sum,
-           lambda d, base=1e4: np.float32(first_zero(d, base)), 4, capsys)
-    passes(ch.check_first_zero_finite_sum,
-           lambda d, base=1e4: torch.tensor(first_zero(d, base), dtype=torch.float64),
-           4, capsys)
+    passes(
+        ch.check_first_zero_finite_sum,
+        lambda d, base=1e4: np.float32(first_zero(d, base)),
+        4,
+        capsys,
+    )
+    passes(
+        ch.check_first_zero_finite_sum,
+        lambda d, base=1e4: torch.tensor(first_zero(d, base), dtype=torch.float64),
+        4,
+        capsys,
+    )
     check = ch.check_first_zero_finite_sum
     fails(
         check,
@@ -428,8 +507,12 @@ def test_ex_7_2(capsys) -> None:
         lambda d, base=1e4: 3 * np.pi / 2 if d == 2 else first_zero(d, base),
         "not the first",
     )
-    fails(check, lambda d, base=1e4: first_zero(d, base) + 1e-3,
-          "|difference| 1.00e-03", "d = 2, base = 10000")
+    fails(
+        check,
+        lambda d, base=1e4: first_zero(d, base) + 1e-3,
+        "|difference| 1.00e-03",
+        "d = 2, base = 10000",
+    )
     assert x0 > 0.6
 
 
@@ -448,8 +531,9 @@ def base_for_context(L):
 
 def test_ex_7_3(capsys) -> None:
     passes(ch.check_base_for_context, base_for_context, 4, capsys)
-    passes(ch.check_base_for_context, lambda L: np.float32(base_for_context(L)), 4,
-           capsys)
+    passes(
+        ch.check_base_for_context, lambda L: np.float32(base_for_context(L)), 4, capsys
+    )
     check = ch.check_base_for_context
     x0 = brentq(lambda x: sici(x)[1], 0.3, 1.0)
     fails(check, lambda L: L / x0, "approximation L / x0", "L = 100")
@@ -459,10 +543,13 @@ def test_ex_7_3(capsys) -> None:
     fails(check, lambda L: base_for_context(max(L, 10)), "L = 0", "got no error")
 
 
-@pytest.mark.parametrize("name, forbidden", [
-    ("check_first_zero_finite_sum", ("brentq(",)),
-    ("check_base_for_context", ("brentq(", "first_zero_integral(b) -")),
-])
+@pytest.mark.parametrize(
+    "name, forbidden",
+    [
+        ("check_first_zero_finite_sum", ("brentq(",)),
+        ("check_base_for_context", ("brentq(", "first_zero_integral(b) -")),
+    ],
+)
 def test_checks_hold_expected_values(name, forbidden) -> None:
     """The student edition shows each check's source: it must not compute the
     answer."""

@@ -1,6 +1,7 @@
 """Chapter 8's experiment code, taken from the notebook: the six position modules (RoPE
 against Chapter 6's functions, ALiBi's slopes against the paper's rule, NoPE adding nothing),
 the tasks, a tiny training run that must beat chance, and the configuration errors."""
+
 from __future__ import annotations
 
 import math
@@ -28,11 +29,13 @@ class RecordingAdamW(torch.optim.AdamW):
         RecordingAdamW.seen.append((group["lr"], group["weight_decay"]))
         return super().step(closure)
 
+
 SEEDS = st.integers(0, 2**31 - 1)
 
 
 def paper_slopes(n: int) -> list[float]:
     """ALiBi's slopes as the authors' code computes them (start * ratio**i, recursion)."""
+
     def power_of_2(n: int) -> list[float]:
         start = 2 ** (-(2 ** -(math.log2(n) - 3)))
         return [start * start**i for i in range(n)]
@@ -53,25 +56,41 @@ def random_qk(seed: int, batch: int, heads: int, tokens: int, head_dim: int):
 
 # --- RoPE and its partial variants ---------------------------------------------------
 
+
 @settings(max_examples=40, deadline=None)
-@given(seed=SEEDS, shape=st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 9),
-                                   st.integers(1, 32).map(lambda h: 2 * h)))
+@given(
+    seed=SEEDS,
+    shape=st.tuples(
+        st.integers(1, 3),
+        st.integers(1, 4),
+        st.integers(1, 9),
+        st.integers(1, 32).map(lambda h: 2 * h),
+    ),
+)
 def test_rope_module_equals_chapter_6(seed, shape) -> None:
     q, k, positions = random_qk(seed, *shape)
     rope = ch.RoPE(shape[-1])
     q_rot, k_rot = rope.rotate(q, k, positions)
-    torch.testing.assert_close(q_rot, ch06.apply_rope_halves(q, positions), atol=1e-6, rtol=0)
-    torch.testing.assert_close(k_rot, ch06.apply_rope_halves(k, positions), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        q_rot, ch06.apply_rope_halves(q, positions), atol=1e-6, rtol=0
+    )
+    torch.testing.assert_close(
+        k_rot, ch06.apply_rope_halves(k, positions), atol=1e-6, rtol=0
+    )
     # positions shared by the batch, shape (T,)
     shared = positions[0]
     q_shared, _ = rope.rotate(q, k, shared)
-    torch.testing.assert_close(q_shared, ch06.apply_rope_halves(q, shared[None]), atol=1e-6,
-                               rtol=0)
+    torch.testing.assert_close(
+        q_shared, ch06.apply_rope_halves(q, shared[None]), atol=1e-6, rtol=0
+    )
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=SEEDS, head_dim=st.integers(2, 32).map(lambda h: 2 * h),
-       fraction=st.floats(0.05, 1.0))
+@given(
+    seed=SEEDS,
+    head_dim=st.integers(2, 32).map(lambda h: 2 * h),
+    fraction=st.floats(0.05, 1.0),
+)
 def test_p_rope_rotates_the_highest_frequencies_only(seed, head_dim, fraction) -> None:
     half = head_dim // 2
     kept = round(fraction * half)
@@ -88,24 +107,31 @@ def test_p_rope_rotates_the_highest_frequencies_only(seed, head_dim, fraction) -
     full = ch06.apply_rope_halves(q, positions)
     rotated = torch.cat((torch.arange(kept), torch.arange(kept) + half))
     still = torch.cat((torch.arange(kept, half), torch.arange(kept, half) + half))
-    torch.testing.assert_close(q_rot[..., rotated], full[..., rotated], atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        q_rot[..., rotated], full[..., rotated], atol=1e-6, rtol=0
+    )
     torch.testing.assert_close(q_rot[..., still], q[..., still], atol=0, rtol=0)
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=SEEDS, head_dim=st.sampled_from([8, 16, 32, 64]),
-       pct=st.sampled_from([0.25, 0.5, 0.75, 1.0]))
+@given(
+    seed=SEEDS,
+    head_dim=st.sampled_from([8, 16, 32, 64]),
+    pct=st.sampled_from([0.25, 0.5, 0.75, 1.0]),
+)
 def test_neox_partial_equals_chapter_6_up_to_a_permutation(seed, head_dim, pct) -> None:
     """GPT-NeoX rotates coordinates (j, j + r/2) of the first r; our module pairs
     (j, j + head_dim/2). Reordering the coordinates maps one onto the other."""
     r = int(head_dim * pct)
     half = head_dim // 2
     q, k, positions = random_qk(seed, 2, 2, 6, head_dim)
-    ours, _ = ch.RoPE(head_dim, inv_freq=ch.rotary_inv_freq(head_dim, fraction=pct,
-                                                             keep="neox")).rotate(q, k, positions)
+    ours, _ = ch.RoPE(
+        head_dim, inv_freq=ch.rotary_inv_freq(head_dim, fraction=pct, keep="neox")
+    ).rotate(q, k, positions)
     order = torch.cat((torch.arange(r // 2), half + torch.arange(r // 2)))
-    rest = torch.tensor([i for i in range(head_dim) if i not in set(order.tolist())],
-                        dtype=torch.long)
+    rest = torch.tensor(
+        [i for i in range(head_dim) if i not in set(order.tolist())], dtype=torch.long
+    )
     perm = torch.cat((order, rest))  # neox coordinate c is our coordinate perm[c]
     neox = ch06.apply_rope_partial(q[..., perm], positions, 10000.0, pct)
     torch.testing.assert_close(ours[..., perm], neox, atol=1e-6, rtol=0)
@@ -119,8 +145,9 @@ def test_rotary_inv_freq_layouts_by_hand() -> None:
     assert p[:2].tolist() == pytest.approx([1.0, 10000 ** (-1 / 8)], rel=1e-6)
     assert neox[:2].tolist() == pytest.approx([1.0, 0.01], rel=1e-6)
     assert p[2:].abs().sum() == 0 and neox[2:].abs().sum() == 0
-    assert torch.equal(ch.rotary_inv_freq(16), ch.rotary_inv_freq(16, fraction=1.0,
-                                                                  keep="neox"))
+    assert torch.equal(
+        ch.rotary_inv_freq(16), ch.rotary_inv_freq(16, fraction=1.0, keep="neox")
+    )
 
 
 def test_rope_logits_depend_on_offsets_only() -> None:
@@ -131,7 +158,9 @@ def test_rope_logits_depend_on_offsets_only() -> None:
         q_rot, k_rot = rope.rotate(q.double(), k.double(), positions)
         return q_rot @ k_rot.transpose(-1, -2)
 
-    torch.testing.assert_close(logits(positions), logits(positions + 1234), atol=2e-3, rtol=0)
+    torch.testing.assert_close(
+        logits(positions), logits(positions + 1234), atol=2e-3, rtol=0
+    )
 
 
 def test_pair_mask_removes_pairs_from_logits() -> None:
@@ -143,7 +172,9 @@ def test_pair_mask_removes_pairs_from_logits() -> None:
     full_k = ch06.apply_rope_halves(k, positions)
     keep = torch.tensor([0, 2, 4, 6])  # pairs 0 and 2: coordinates (0, 4) and (2, 6)
     expected = full_q[..., keep] @ full_k[..., keep].transpose(-1, -2)
-    torch.testing.assert_close(q_rot @ k_rot.transpose(-1, -2), expected, atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        q_rot @ k_rot.transpose(-1, -2), expected, atol=1e-5, rtol=0
+    )
     with pytest.raises(ValueError, match="4 finite numbers"):
         rope.set_pair_mask([1, 0, 1])
     with pytest.raises(ValueError, match="inv_freq must hold 4"):
@@ -152,15 +183,25 @@ def test_pair_mask_removes_pairs_from_logits() -> None:
 
 # --- ALiBi ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("heads", [8, 6, 1, 2, 3, 5, 12, 16])
 def test_alibi_slopes_match_the_papers_rule(heads) -> None:
-    assert ch.alibi_slopes(heads).tolist() == pytest.approx(paper_slopes(heads), rel=1e-6)
+    assert ch.alibi_slopes(heads).tolist() == pytest.approx(
+        paper_slopes(heads), rel=1e-6
+    )
 
 
 def test_alibi_slopes_by_hand() -> None:
     assert ch.alibi_slopes(8).tolist() == [2.0**-k for k in range(1, 9)]
     # H = 6: the four slopes of 4 heads, then 2**-1 and 2**-3 from the eight-head sequence
-    assert ch.alibi_slopes(6).tolist() == [0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125]
+    assert ch.alibi_slopes(6).tolist() == [
+        0.25,
+        0.0625,
+        0.015625,
+        0.00390625,
+        0.5,
+        0.125,
+    ]
 
 
 def test_alibi_bias_is_minus_slope_times_offset() -> None:
@@ -177,6 +218,7 @@ def test_alibi_bias_is_minus_slope_times_offset() -> None:
 
 # --- NoPE, learned, sinusoidal ---------------------------------------------------------
 
+
 def test_nope_adds_nothing() -> None:
     nope = ch.NoPE()
     h = torch.randn(2, 5, 8)
@@ -187,14 +229,24 @@ def test_nope_adds_nothing() -> None:
     assert not list(nope.parameters()) and not list(nope.buffers())
 
 
-@pytest.mark.parametrize("scheme,changes", [("nope", False), ("rope", False), ("alibi", False),
-                                            ("p-rope", False), ("learned", True),
-                                            ("sinusoidal", True)])
+@pytest.mark.parametrize(
+    "scheme,changes",
+    [
+        ("nope", False),
+        ("rope", False),
+        ("alibi", False),
+        ("p-rope", False),
+        ("learned", True),
+        ("sinusoidal", True),
+    ],
+)
 def test_shifting_all_positions(scheme, changes) -> None:
     """Relative schemes (and NoPE) ignore a common shift of every position; absolute
     ones do not."""
     torch.manual_seed(0)
-    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme=scheme, max_len=64)).eval()
+    model = ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=9, scheme=scheme, max_len=64)
+    ).eval()
     tokens = torch.randint(0, 9, (2, 10), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         a = model(tokens)
@@ -209,8 +261,11 @@ def test_absolute_tables() -> None:
     positions = torch.arange(5)
     assert learned.embed(h, positions).shape == (3, 5, 8)
     assert sinusoidal.embed(h, positions).shape == (3, 5, 8)
-    np.testing.assert_allclose(sinusoidal.embed(h, positions)[0].numpy(),
-                               ch04.sinusoidal_encoding(5, 8), atol=1e-7)
+    np.testing.assert_allclose(
+        sinusoidal.embed(h, positions)[0].numpy(),
+        ch04.sinusoidal_encoding(5, 8),
+        atol=1e-7,
+    )
     torch.testing.assert_close(learned.embed(h, positions)[1], learned.table.weight[:5])
     for table in (learned, sinusoidal):
         with pytest.raises(ValueError, match="larger max_len"):
@@ -219,11 +274,16 @@ def test_absolute_tables() -> None:
 
 # --- model configuration -----------------------------------------------------------------
 
+
 def test_bad_configurations_raise_clear_errors() -> None:
-    with pytest.raises(ValueError, match="unknown position scheme 'rotary'.*nope, learned"):
+    with pytest.raises(
+        ValueError, match="unknown position scheme 'rotary'.*nope, learned"
+    ):
         ch.TinyTransformer(ch.ModelConfig(vocab_size=5, scheme="rotary"))
     for scheme in ("rope", "p-rope"):  # d_model 20, 4 heads: head_dim 5 is odd
-        with pytest.raises(ValueError, match="head_dim .* must be an even positive integer"):
+        with pytest.raises(
+            ValueError, match="head_dim .* must be an even positive integer"
+        ):
             ch.TinyTransformer(ch.ModelConfig(vocab_size=5, scheme=scheme, d_model=20))
     with pytest.raises(ValueError, match="multiple of n_heads"):
         ch.TinyTransformer(ch.ModelConfig(vocab_size=5, d_model=30, n_heads=4))
@@ -246,6 +306,7 @@ def test_rope_rejects_an_odd_head_dim() -> None:
 
 
 # --- tasks, evaluation, training ---------------------------------------------------------
+
 
 def test_tasks_by_hand() -> None:
     generator = torch.Generator().manual_seed(0)
@@ -296,8 +357,12 @@ def test_tiny_training_beats_chance_and_is_deterministic() -> None:
     model = ch.train_model(config, "max", train, seed=0, progress=False)
     accuracy = ch.accuracy_by_position(model, "max", 12, n_sequences=256)
     assert np.isnan(accuracy[0])
-    tokens, targets = ch.make_batch("max", 256, 12, 8, torch.Generator().manual_seed(10_000))
-    baseline = np.bincount(targets[targets >= 0].numpy()).max() / (targets >= 0).sum().item()
+    tokens, targets = ch.make_batch(
+        "max", 256, 12, 8, torch.Generator().manual_seed(10_000)
+    )
+    baseline = (
+        np.bincount(targets[targets >= 0].numpy()).max() / (targets >= 0).sum().item()
+    )
     assert np.nanmean(accuracy) > baseline + 0.3  # chance: the most frequent answer
     again = ch.train_model(config, "max", train, seed=0, progress=False)
     for a, b in zip(model.parameters(), again.parameters(), strict=True):
@@ -308,10 +373,14 @@ def test_custom_batch_function_and_positions() -> None:
     def batches(generator, batch_size, length):
         tokens = torch.randint(0, 4, (batch_size, length), generator=generator)
         return tokens, tokens.roll(-1, dims=1).masked_fill(
-            torch.arange(length) == length - 1, ch.IGNORE)
+            torch.arange(length) == length - 1, ch.IGNORE
+        )
 
-    model = ch.train_model(ch.ModelConfig(vocab_size=4, scheme="alibi", n_layers=1),
-                           batches, ch.TrainConfig(steps=3, length=8, batch_size=4, warmup=1))
+    model = ch.train_model(
+        ch.ModelConfig(vocab_size=4, scheme="alibi", n_layers=1),
+        batches,
+        ch.TrainConfig(steps=3, length=8, batch_size=4, warmup=1),
+    )
     tokens, targets = batches(torch.Generator().manual_seed(0), 3, 8)
     result = ch.evaluate_by_position(model, tokens, targets)
     assert result["accuracy"].shape == result["loss"].shape == (8,)
@@ -345,7 +414,8 @@ def test_evaluation_in_chunks_matches_one_forward_pass() -> None:
                 continue
             hits = (logits[rows, m].argmax(-1) == targets[rows, m]).double().mean()
             loss = torch.nn.functional.cross_entropy(
-                logits[rows, m].double(), targets[rows, m])
+                logits[rows, m].double(), targets[rows, m]
+            )
             # The chunks' logits may differ from these by float32 rounding: a few ulps
             # of |logit| < 10, under 1e-5. That moves a loss by at most 2e-5, and an
             # argmax only where the top two logits are closer than 2e-5.
@@ -360,9 +430,12 @@ def test_evaluation_in_chunks_matches_one_forward_pass() -> None:
 
 # --- exercise checks: the right answer passes, each typical mistake is named ------------
 
+
 def good_alibi_bias(slopes, num_positions):
     if not isinstance(num_positions, int) or num_positions < 1:
-        raise ValueError(f"num_positions must be a positive integer, got {num_positions!r}")
+        raise ValueError(
+            f"num_positions must be a positive integer, got {num_positions!r}"
+        )
     m = torch.arange(num_positions)
     offsets = (m[:, None] - m[None, :]).float()
     bias = -torch.as_tensor(slopes).float()[:, None, None] * offsets
@@ -379,7 +452,9 @@ def test_check_alibi_bias_matrix(capsys) -> None:
     def unmasked(slopes, T):
         good_alibi_bias(slopes, T)
         m = torch.arange(T)
-        return -torch.as_tensor(slopes)[:, None, None] * (m[:, None] - m[None, :]).float()
+        return (
+            -torch.as_tensor(slopes)[:, None, None] * (m[:, None] - m[None, :]).float()
+        )
 
     def off_by_one(slopes, T):
         return good_alibi_bias(slopes, T) - torch.as_tensor(slopes)[:, None, None]
@@ -408,8 +483,12 @@ def test_check_alibi_bias_matrix(capsys) -> None:
     fails(ch.check_alibi_bias_matrix, off_by_one, "off-by-one")
     fails(ch.check_alibi_bias_matrix, no_validation, "a ValueError", "no error")
     fails(ch.check_alibi_bias_matrix, vague_error, "your own ValueError mentioning")
-    fails(ch.check_alibi_bias_matrix, lambda s, T: good_alibi_bias(s, T)[:, :2],
-          "case two heads", "shape (2, 3, 3)")
+    fails(
+        ch.check_alibi_bias_matrix,
+        lambda s, T: good_alibi_bias(s, T)[:, :2],
+        "case two heads",
+        "shape (2, 3, 3)",
+    )
 
     def stub(slopes, T):
         raise NotImplementedError("Exercise 8.3")
@@ -423,7 +502,9 @@ def good_distance(weights):
         raise ValueError("weights must have shape (B, H, T, T)")
     T = weights.shape[-1]
     m = torch.arange(T, dtype=torch.float64)
-    return (weights.double() * (m[:, None] - m[None, :])).sum(-1).mean(dim=(0, 2)).numpy()
+    return (
+        (weights.double() * (m[:, None] - m[None, :])).sum(-1).mean(dim=(0, 2)).numpy()
+    )
 
 
 def test_check_mean_attention_distance(capsys) -> None:
@@ -442,20 +523,34 @@ def test_check_mean_attention_distance(capsys) -> None:
     wrong_answers = [
         (lambda w: -good_distance(w), "sign is flipped"),
         (lambda w: good_distance(w) / w.shape[-1], "averaged over all T x T"),
-        (lambda w: good_distance(w)[None] if w.ndim == 4 else None,
-         "batch axis was kept"),
+        (
+            lambda w: good_distance(w)[None] if w.ndim == 4 else None,
+            "batch axis was kept",
+        ),
         (lambda w: good_distance(w) if w.ndim == 4 else np.zeros(1), "a ValueError"),
     ]
     for wrong, message in wrong_answers:
         fails(ch.check_mean_attention_distance, wrong, "Exercise 8.4", message)
 
 
-@pytest.mark.parametrize("name, forbidden", [
-    # 8.3 and 8.4 hold sample values; no bias matrix or distance of their own
-    ("check_alibi_bias_matrix",
-     ("_reference", "subtract.outer", "masked_fill", "tril(", "np.where", "alibi_slopes(")),
-    ("check_mean_attention_distance", ("_reference", "subtract.outer", ".sum(")),
-])
+@pytest.mark.parametrize(
+    "name, forbidden",
+    [
+        # 8.3 and 8.4 hold sample values; no bias matrix or distance of their own
+        (
+            "check_alibi_bias_matrix",
+            (
+                "_reference",
+                "subtract.outer",
+                "masked_fill",
+                "tril(",
+                "np.where",
+                "alibi_slopes(",
+            ),
+        ),
+        ("check_mean_attention_distance", ("_reference", "subtract.outer", ".sum(")),
+    ],
+)
 def test_checks_hold_expected_values(name, forbidden) -> None:
     """The student edition shows each check's source: it must not compute the
     answer."""
@@ -463,6 +558,7 @@ def test_checks_hold_expected_values(name, forbidden) -> None:
 
 
 # --- the training schedule and the defaults the prose quotes ------------------------------
+
 
 def test_lr_multiplier_by_hand() -> None:
     # warm-up over 4 steps: 1/4, 2/4, 3/4, 1; then a cosine over the 8 remaining steps
@@ -485,21 +581,26 @@ def test_training_warms_up_then_decays_the_learning_rate(monkeypatch) -> None:
     # warm-up 1/2, 1; then (1 + cos(pi k / 4)) / 2 for k = 0..3, all times lr = 0.02
     factors = [0.5, 1.0] + [(1 + math.cos(math.pi * k / 4)) / 2 for k in range(4)]
     assert [lr for lr, _ in RecordingAdamW.seen] == pytest.approx(
-        [0.02 * f for f in factors], rel=1e-12)
+        [0.02 * f for f in factors], rel=1e-12
+    )
     assert {decay for _, decay in RecordingAdamW.seen} == {0.01}  # the default
 
 
 def test_train_config_defaults_are_the_ones_the_prose_quotes() -> None:
     # "400 steps of 32 sequences of length L = 16, learning rate 1e-2, a short warm-up"
     assert ch.TrainConfig() == ch.TrainConfig(
-        steps=400, length=16, batch_size=32, lr=1e-2, weight_decay=0.01, warmup=30)
+        steps=400, length=16, batch_size=32, lr=1e-2, weight_decay=0.01, warmup=30
+    )
 
 
 def test_accuracy_by_position_defaults_to_512_fresh_sequences_of_seed_10000() -> None:
     torch.manual_seed(0)
-    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=7, d_model=16, n_heads=2,
-                                              n_layers=1)).eval()
-    tokens, targets = ch.make_batch("copy", 512, 10, 6, torch.Generator().manual_seed(10_000))
+    model = ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=7, d_model=16, n_heads=2, n_layers=1)
+    ).eval()
+    tokens, targets = ch.make_batch(
+        "copy", 512, 10, 6, torch.Generator().manual_seed(10_000)
+    )
     logits = model(tokens)
     valid = targets != -100
     correct = ((logits.argmax(-1) == targets) & valid).sum(0) / valid.sum(0)
@@ -517,39 +618,55 @@ def test_model_config_defaults_build_the_chapters_model() -> None:
     attention = model.blocks[0].attn
     assert (attention.n_heads, attention.head_dim) == (4, 16)
     theta = 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16)
-    torch.testing.assert_close(model.position.inv_freq.double(), theta, rtol=1e-6, atol=0)
+    torch.testing.assert_close(
+        model.position.inv_freq.double(), theta, rtol=1e-6, atol=0
+    )
     p_rope = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="p-rope")).position
-    torch.testing.assert_close(p_rope.inv_freq[:2].double(), theta[:2], rtol=1e-6, atol=0)
+    torch.testing.assert_close(
+        p_rope.inv_freq[:2].double(), theta[:2], rtol=1e-6, atol=0
+    )
     assert not p_rope.inv_freq[2:].any()
-    learned = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="learned")).position
+    learned = ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=9, scheme="learned")
+    ).position
     assert learned.table.weight.shape == (64, 64)
     sinusoidal = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="sinusoidal"))
-    np.testing.assert_allclose(sinusoidal.position.pe.numpy(),
-                               ch04.sinusoidal_encoding(64, 64), atol=1e-7, rtol=0)
-    assert ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="alibi")).position.slopes \
-        .tolist() == pytest.approx([2.0 ** (-2 * h) for h in range(1, 5)])
+    np.testing.assert_allclose(
+        sinusoidal.position.pe.numpy(),
+        ch04.sinusoidal_encoding(64, 64),
+        atol=1e-7,
+        rtol=0,
+    )
+    assert ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=9, scheme="alibi")
+    ).position.slopes.tolist() == pytest.approx([2.0 ** (-2 * h) for h in range(1, 5)])
 
 
 def test_tables_accept_their_last_row_and_reject_the_next() -> None:
     # max_len 12 > d_model 8, and max_len 4 < d_model 8: the bound is the row count
     for max_len, d_model in ((12, 8), (4, 8)):
-        for table in (ch.LearnedPosition(max_len, d_model),
-                      ch.SinusoidalPosition(max_len, d_model)):
+        for table in (
+            ch.LearnedPosition(max_len, d_model),
+            ch.SinusoidalPosition(max_len, d_model),
+        ):
             h = torch.zeros(1, max_len, d_model)
             assert table.embed(h, torch.arange(max_len)).shape == (1, max_len, d_model)
             with pytest.raises(ValueError, match="larger max_len"):
                 table.embed(h[:, :1], torch.tensor([max_len]))
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(base=0.0), "base must be a finite positive"),
-    (dict(base=-10.0), "base must be a finite positive"),
-    (dict(base=float("inf")), "base must be a finite positive"),
-    (dict(fraction=0.0), "fraction must lie in"),
-    (dict(fraction=-0.5), "fraction must lie in"),
-    (dict(fraction=1.5), "fraction must lie in"),
-    (dict(fraction=1.5, keep="neox"), "fraction must lie in"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(base=0.0), "base must be a finite positive"),
+        (dict(base=-10.0), "base must be a finite positive"),
+        (dict(base=float("inf")), "base must be a finite positive"),
+        (dict(fraction=0.0), "fraction must lie in"),
+        (dict(fraction=-0.5), "fraction must lie in"),
+        (dict(fraction=1.5), "fraction must lie in"),
+        (dict(fraction=1.5, keep="neox"), "fraction must lie in"),
+    ],
+)
 def test_rotary_inv_freq_rejects_bad_base_and_fraction(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         ch.rotary_inv_freq(16, **kwargs)
@@ -627,8 +744,9 @@ def test_max_task_uses_every_symbol() -> None:
 
 
 def test_one_head_is_a_valid_model() -> None:
-    model = ch.TinyTransformer(ch.ModelConfig(vocab_size=5, d_model=16, n_heads=1,
-                                              n_layers=1))
+    model = ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=5, d_model=16, n_heads=1, n_layers=1)
+    )
     assert model.blocks[0].attn.head_dim == 16
     with pytest.raises(ValueError, match="multiple of n_heads"):
         ch.TinyTransformer(ch.ModelConfig(vocab_size=5, d_model=16, n_heads=0))
@@ -640,21 +758,30 @@ def test_train_model_default_seed_is_zero() -> None:
     default = ch.train_model(config, "copy", train, progress=False)
     for seed, same in ((0, True), (1, False)):
         other = ch.train_model(config, "copy", train, seed=seed, progress=False)
-        equal = all(torch.equal(a, b) for a, b in zip(default.parameters(),
-                                                      other.parameters(), strict=True))
+        equal = all(
+            torch.equal(a, b)
+            for a, b in zip(default.parameters(), other.parameters(), strict=True)
+        )
         assert equal == same
 
 
-@pytest.mark.parametrize("positions", [[0, 1, 2], torch.zeros(1, 1, 3, dtype=torch.long),
-                                       torch.tensor(0)])
+@pytest.mark.parametrize(
+    "positions", [[0, 1, 2], torch.zeros(1, 1, 3, dtype=torch.long), torch.tensor(0)]
+)
 def test_check_positions_rejects_what_is_not_a_1d_or_2d_tensor(positions) -> None:
     with pytest.raises(ValueError, match=r"shape \(T,\) or \(B, T\)"):
         ch.check_positions(positions, 3)
 
 
-@pytest.mark.parametrize("positions", [torch.arange(4), torch.arange(6),
-                                       torch.zeros(3, 5, dtype=torch.long),
-                                       torch.zeros(2, 1, dtype=torch.long)])
+@pytest.mark.parametrize(
+    "positions",
+    [
+        torch.arange(4),
+        torch.arange(6),
+        torch.zeros(3, 5, dtype=torch.long),
+        torch.zeros(2, 1, dtype=torch.long),
+    ],
+)
 def test_rope_rotate_rejects_positions_that_do_not_fit_t(positions) -> None:
     """q and k hold T = 5 tokens for a batch of 2: positions of another length (or a
     batch of 3) must give a ValueError naming the shapes, not a broadcasting error."""
@@ -676,6 +803,7 @@ def test_rope_rotate_rejects_mismatched_q_and_k() -> None:
 
 # --- seeds trained as one batched model ------------------------------------------------
 
+
 def test_train_models_starts_where_train_model_starts() -> None:
     """Zero steps: every seed's model is exactly the fresh model of train_model(seed)
     (same calls on the same seed: bit-identical)."""
@@ -684,8 +812,9 @@ def test_train_models_starts_where_train_model_starts() -> None:
     models = ch.train_models(config, "copy", train, seeds=(3, 5), progress=False)
     for seed, model in zip((3, 5), models, strict=True):
         single = ch.train_model(config, "copy", train, seed=seed, progress=False)
-        for (name, a), b in zip(model.state_dict().items(), single.state_dict().values(),
-                                strict=True):
+        for (name, a), b in zip(
+            model.state_dict().items(), single.state_dict().values(), strict=True
+        ):
             assert torch.equal(a, b), (seed, name)
 
 
@@ -694,8 +823,9 @@ def test_train_models_follows_each_seeds_own_run() -> None:
     (differences of float32 rounding, ~1e-7, not the ~1e-2 a step of lr 1e-2 makes),
     and the seeds differ from one another."""
     torch.set_num_threads(1)
-    config = ch.ModelConfig(vocab_size=7, scheme="rope", d_model=16, n_heads=2,
-                            n_layers=1)
+    config = ch.ModelConfig(
+        vocab_size=7, scheme="rope", d_model=16, n_heads=2, n_layers=1
+    )
     train = ch.TrainConfig(steps=4, length=8, batch_size=8, lr=1e-2, warmup=2)
     models = ch.train_models(config, "copy", train, seeds=(0, 1, 2), progress=False)
     for seed, model in zip((0, 1, 2), models, strict=True):
@@ -711,16 +841,27 @@ def test_train_models_trains_every_seed() -> None:
     config = ch.ModelConfig(vocab_size=9, scheme="alibi", d_model=32, n_layers=1)
     train = ch.TrainConfig(steps=60, length=12, batch_size=32, lr=1e-2, warmup=6)
     models = ch.train_models(config, "max", train, seeds=(0, 1), progress=False)
-    tokens, targets = ch.make_batch("max", 256, 12, 8, torch.Generator().manual_seed(10_000))
-    baseline = np.bincount(targets[targets >= 0].numpy()).max() / (targets >= 0).sum().item()
+    tokens, targets = ch.make_batch(
+        "max", 256, 12, 8, torch.Generator().manual_seed(10_000)
+    )
+    baseline = (
+        np.bincount(targets[targets >= 0].numpy()).max() / (targets >= 0).sum().item()
+    )
     for model in models:
         assert not model.training
         accuracy = ch.accuracy_by_position(model, "max", 12, n_sequences=256)
         assert np.nanmean(accuracy) > baseline + 0.2
 
 
-@pytest.mark.parametrize("seeds, message", [((), "non-empty"), ((0, 0), "distinct"),
-                                            ((0, 1.5), "integers"), ((True,), "integers")])
+@pytest.mark.parametrize(
+    "seeds, message",
+    [
+        ((), "non-empty"),
+        ((0, 0), "distinct"),
+        ((0, 1.5), "integers"),
+        ((True,), "integers"),
+    ],
+)
 def test_train_models_rejects_bad_seeds(seeds, message) -> None:
     config = ch.ModelConfig(vocab_size=5, d_model=16, n_heads=2, n_layers=1)
     with pytest.raises(ValueError, match=message):
@@ -733,10 +874,13 @@ def test_phase_similarity_by_hand() -> None:
     assert ch.phase_similarity([3], (0, 1)).tolist() == [1.0]
     expected = (math.cos(19.0) + math.cos(19.0 * 10000 ** (-1 / 8))) / 2
     assert ch.phase_similarity([22], (0, 1))[0] == pytest.approx(expected, rel=1e-12)
-    assert ch.phase_similarity([22], (0,), base=100.0)[0] == pytest.approx(math.cos(19.0))
+    assert ch.phase_similarity([22], (0,), base=100.0)[0] == pytest.approx(
+        math.cos(19.0)
+    )
 
 
 # --- hybrid stacks and training in threads ------------------------------------------------
+
 
 def test_hybrid_layers_without_rope_compute_what_nope_computes() -> None:
     """nope_layers = every layer: the RoPE model equals a NoPE model with the same weights
@@ -745,12 +889,18 @@ def test_hybrid_layers_without_rope_compute_what_nope_computes() -> None:
     (RoPE: none), so the hybrid too ignores it."""
     torch.manual_seed(0)
     tokens = torch.randint(0, 9, (3, 11), generator=torch.Generator().manual_seed(2))
-    rope = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2)).eval()
+    rope = ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2)
+    ).eval()
     all_nope = ch.TinyTransformer(
-        ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2, nope_layers=(0, 1))).eval()
-    nope = ch.TinyTransformer(ch.ModelConfig(vocab_size=9, scheme="nope", n_layers=2)).eval()
+        ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2, nope_layers=(0, 1))
+    ).eval()
+    nope = ch.TinyTransformer(
+        ch.ModelConfig(vocab_size=9, scheme="nope", n_layers=2)
+    ).eval()
     hybrid = ch.TinyTransformer(
-        ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2, nope_layers=(1,))).eval()
+        ch.ModelConfig(vocab_size=9, scheme="rope", n_layers=2, nope_layers=(1,))
+    ).eval()
     for model in (all_nope, nope, hybrid):
         model.load_state_dict(rope.state_dict())
     with torch.no_grad():
@@ -764,12 +914,20 @@ def test_hybrid_layers_without_rope_compute_what_nope_computes() -> None:
     torch.testing.assert_close(shifted, hybrid(tokens), atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("scheme, layers, message", [
-    ("learned", (1,), "rotary schemes"), ("alibi", (0,), "rotary schemes"),
-    ("rope", (2,), "0 .. 1"), ("rope", (0, 0), "distinct"), ("p-rope", (-1,), "0 .. 1"),
-    ("rope", (True,), "distinct")])
-def test_nope_layers_reject_what_is_not_a_layer_of_a_rotary_model(scheme, layers,
-                                                                   message) -> None:
+@pytest.mark.parametrize(
+    "scheme, layers, message",
+    [
+        ("learned", (1,), "rotary schemes"),
+        ("alibi", (0,), "rotary schemes"),
+        ("rope", (2,), "0 .. 1"),
+        ("rope", (0, 0), "distinct"),
+        ("p-rope", (-1,), "0 .. 1"),
+        ("rope", (True,), "distinct"),
+    ],
+)
+def test_nope_layers_reject_what_is_not_a_layer_of_a_rotary_model(
+    scheme, layers, message
+) -> None:
     config = ch.ModelConfig(vocab_size=5, scheme=scheme, n_layers=2, nope_layers=layers)
     with pytest.raises(ValueError, match=message):
         ch.TinyTransformer(config)
@@ -783,8 +941,10 @@ def test_train_models_in_two_threads_equals_one_after_the_other() -> None:
 
     torch.set_num_threads(1)
     train = ch.TrainConfig(steps=3, length=8, batch_size=4, warmup=1)
-    configs = [ch.ModelConfig(vocab_size=7, scheme=s, d_model=16, n_heads=2, n_layers=1)
-               for s in ("rope", "learned", "alibi", "nope")]
+    configs = [
+        ch.ModelConfig(vocab_size=7, scheme=s, d_model=16, n_heads=2, n_layers=1)
+        for s in ("rope", "learned", "alibi", "nope")
+    ]
 
     def run(config):
         return ch.train_models(config, "copy", train, seeds=(0, 1), progress=False)
@@ -794,11 +954,14 @@ def test_train_models_in_two_threads_equals_one_after_the_other() -> None:
         side_by_side = list(pool.map(run, configs))
     for a_models, b_models in zip(one_by_one, side_by_side, strict=True):
         for a, b in zip(a_models, b_models, strict=True):
-            for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
+            for x, y in zip(
+                a.state_dict().values(), b.state_dict().values(), strict=True
+            ):
                 assert torch.equal(x, y)
 
 
 # --- the rules that decide what the chapter may claim (issue 32, item 17) ---------------
+
 
 def test_separated_by_hand() -> None:
     """The gap between the means must exceed the larger min-max range, strictly."""
@@ -814,7 +977,9 @@ def test_separated_by_hand() -> None:
     assert not ch.separated([0.5, 0.9], [0.1, 0.6])
     assert ch.separation_margin([0.5, 0.9], [0.1, 0.6]) == pytest.approx(-0.15)
     # the order matters
-    assert ch.separated([0.9, 1.0], [0.1, 0.2]) and not ch.separated([0.1, 0.2], [0.9, 1.0])
+    assert ch.separated([0.9, 1.0], [0.1, 0.2]) and not ch.separated(
+        [0.1, 0.2], [0.9, 1.0]
+    )
 
 
 def test_separated_lets_one_seed_against_the_rest_overlap() -> None:
@@ -828,8 +993,10 @@ def test_separated_lets_one_seed_against_the_rest_overlap() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(better=st.lists(st.floats(0, 1), min_size=2, max_size=6),
-       worse=st.lists(st.floats(0, 1), min_size=2, max_size=6))
+@given(
+    better=st.lists(st.floats(0, 1), min_size=2, max_size=6),
+    worse=st.lists(st.floats(0, 1), min_size=2, max_size=6),
+)
 def test_separated_ranges_overlap_by_less_than_the_smaller_range(better, worse) -> None:
     """What the prose claims about the rule: when separated, the overlap of the two
     min-max ranges, max(worse) - min(better), is below the smaller range."""
@@ -866,14 +1033,20 @@ def test_weight_at_offsets_by_hand() -> None:
     """Uniform causal weights 1/(m+1) and previous-token weights, on the same queries
     m = first_query .. T - 1 for every offset."""
     T = 5
-    uniform = (torch.ones(T, T, dtype=torch.float64).tril() / torch.arange(1, T + 1)[:, None])[None]
+    uniform = (
+        torch.ones(T, T, dtype=torch.float64).tril() / torch.arange(1, T + 1)[:, None]
+    )[None]
     expected = (1 / 3 + 1 / 4 + 1 / 5) / 3  # queries m = 2, 3, 4
     got = ch.weight_at_offsets(uniform.repeat(2, 1, 1), (0, 2), first_query=2)
     np.testing.assert_allclose(got, [expected, expected], rtol=1e-12)
     previous = torch.zeros(1, T, T)
     previous[0, 0, 0] = 1.0
     previous[0, torch.arange(1, T), torch.arange(T - 1)] = 1.0
-    assert ch.weight_at_offsets(previous, (1, 2, 0), first_query=2).tolist() == [1, 0, 0]
+    assert ch.weight_at_offsets(previous, (1, 2, 0), first_query=2).tolist() == [
+        1,
+        0,
+        0,
+    ]
     with pytest.raises(ValueError, match="first_query"):
         ch.weight_at_offsets(previous, (3,), first_query=2)
     with pytest.raises(ValueError, match=r"\(B, T, T\)"):
@@ -894,13 +1067,18 @@ def test_hidden_offsets_zero_those_keys_and_renormalise_the_rest() -> None:
         _, masked = hidden(tokens, return_attention=True)
         shifted = hidden(tokens, positions=torch.arange(12) + 40)
         again = hidden(tokens)
-    assert isinstance(model.position, ch.RoPE) and model.position.bias(torch.arange(4)) is None
+    assert (
+        isinstance(model.position, ch.RoPE)
+        and model.position.bias(torch.arange(4)) is None
+    )
     offsets = torch.arange(12)[:, None] - torch.arange(12)[None, :]
     is_hidden = (offsets == 2) | (offsets == 5)
     for w in masked:
         assert (w[..., is_hidden] == 0).all()
     kept = intact[0].masked_fill(is_hidden, 0.0)
-    torch.testing.assert_close(masked[0], kept / kept.sum(-1, keepdim=True), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        masked[0], kept / kept.sum(-1, keepdim=True), atol=1e-6, rtol=1e-5
+    )
     torch.testing.assert_close(shifted, again, atol=1e-4, rtol=0)
     batch_positions = torch.arange(12).repeat(3, 1)  # (B, T) positions work too
     with torch.no_grad():

@@ -233,8 +233,9 @@ def test_ntk_base_keeps_fastest_pair_and_interpolates_slowest(d, base, factor) -
     expected = factor ** (2 * torch.arange(d // 2, dtype=torch.float64) / (d - 2))
     assert torch.allclose(kappa, expected, rtol=5e-6)
     # static NTK is transformers' default rope with the new base
-    config = llama_config({"rope_type": "default", "rope_theta": ch.ntk_base(base, factor, d)},
-                          d)
+    config = llama_config(
+        {"rope_type": "default", "rope_theta": ch.ntk_base(base, factor, d)}, d
+    )
     assert_close(new.float(), LlamaRotaryEmbedding(config).inv_freq)
 
 
@@ -393,7 +394,6 @@ def test_other_bad_inputs() -> None:
         ch.turns_in_context(16, 10000.0, 0)
 
 
-
 def test_turns_in_context_hand_computed() -> None:
     """r_i = L theta_i / (2 pi): d = 4, b = 100 gives theta = (1, 0.1)."""
     turns = ch.turns_in_context(4, 100.0, 20 * math.pi)
@@ -495,7 +495,9 @@ def run_check(check, candidate) -> str:
 
 
 def test_check_pi_cos_sin_accepts_the_solution() -> None:
-    assert run_check(ch.check_pi_cos_sin, solution_pi_cos_sin) == "All 16 checks passed.\n"
+    assert (
+        run_check(ch.check_pi_cos_sin, solution_pi_cos_sin) == "All 16 checks passed.\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -578,11 +580,19 @@ def test_check_choose_rope_parameters_accepts_the_solution() -> None:
     out = run_check(ch.check_choose_rope_parameters, good_plan)
     assert out == "All 24 checks passed.\n"
     extra = {**good_plan(8192, 100_000, 500000.0), "beta_fast": 32.0, "beta_slow": 1.0}
-    assert run_check(ch.check_choose_rope_parameters,
-                     lambda o, t, b: {**good_plan(o, t, b), **extra,
-                                      "factor": good_plan(o, t, b)["factor"],
-                                      "rope_theta": b,
-                                      "original_max_position_embeddings": o}) == out
+    assert (
+        run_check(
+            ch.check_choose_rope_parameters,
+            lambda o, t, b: {
+                **good_plan(o, t, b),
+                **extra,
+                "factor": good_plan(o, t, b)["factor"],
+                "rope_theta": b,
+                "original_max_position_embeddings": o,
+            },
+        )
+        == out
+    )
 
 
 @pytest.mark.parametrize(
@@ -610,14 +620,25 @@ def test_check_choose_rope_parameters_accepts_the_solution() -> None:
             "default base",
         ),
         (lambda o, t, b: {**good_plan(o, t, b), "factor": o / t}, "below 1"),
-        (lambda o, t, b: {**good_plan(o, t, b), "beta_fast": "32"},
-         "accepted by transformers' rules: expected a valid"),
-        (lambda o, t, b: {**good_plan(o, t, b), "rope_type": "linear"},
-         "looks like position interpolation"),
-        (lambda o, t, b: {**good_plan(o, t, b), "rope_type": "dynamic"},
-         "looks like dynamic NTK"),
-        (lambda o, t, b: {**good_plan(o, t, b), "factor": 2 * good_plan(o, t, b)[
-            "factor"]}, "not the smallest"),
+        (
+            lambda o, t, b: {**good_plan(o, t, b), "beta_fast": "32"},
+            "accepted by transformers' rules: expected a valid",
+        ),
+        (
+            lambda o, t, b: {**good_plan(o, t, b), "rope_type": "linear"},
+            "looks like position interpolation",
+        ),
+        (
+            lambda o, t, b: {**good_plan(o, t, b), "rope_type": "dynamic"},
+            "looks like dynamic NTK",
+        ),
+        (
+            lambda o, t, b: {
+                **good_plan(o, t, b),
+                "factor": 2 * good_plan(o, t, b)["factor"],
+            },
+            "not the smallest",
+        ),
         (lambda o, t, b: [("rope_type", "yarn")], "expected a dict"),
     ],
 )
@@ -634,21 +655,34 @@ TYPES = ["linear", "dynamic", "yarn", "llama3", "longrope"]
 
 def test_example_parameters_by_hand() -> None:
     base = {"rope_theta": 500.0, "factor": 4.0}
-    assert ch.example_parameters("linear", 8, 500.0, 4.0, 64) == {"rope_type": "linear",
-                                                                  **base}
-    assert ch.example_parameters("dynamic", 8, 500.0, 4.0, 64) == {"rope_type": "dynamic",
-                                                                   **base}
+    assert ch.example_parameters("linear", 8, 500.0, 4.0, 64) == {
+        "rope_type": "linear",
+        **base,
+    }
+    assert ch.example_parameters("dynamic", 8, 500.0, 4.0, 64) == {
+        "rope_type": "dynamic",
+        **base,
+    }
     assert ch.example_parameters("yarn", 8, 500.0, 4.0, 64) == {
-        "rope_type": "yarn", **base, "original_max_position_embeddings": 64}
+        "rope_type": "yarn",
+        **base,
+        "original_max_position_embeddings": 64,
+    }
     assert ch.example_parameters("llama3", 8, 500.0, 4.0, 64) == {
-        "rope_type": "llama3", **base, "original_max_position_embeddings": 64,
-        "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+        "rope_type": "llama3",
+        **base,
+        "original_max_position_embeddings": 64,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+    }
     longrope = ch.example_parameters("longrope", 8, 500.0, 4.0, 64)
     assert longrope["original_max_position_embeddings"] == 64
     assert longrope["short_factor"] == pytest.approx([1.0, 1.01, 1.02, 1.03], rel=1e-15)
     assert longrope["long_factor"] == pytest.approx([1.0, 2.0, 3.0, 4.0], rel=1e-15)
     for rope_type in TYPES:  # transformers accepts every one of them
-        transformers_init(ch.example_parameters(rope_type, 8, 500.0, 4.0, 64), 8, 256, 65)
+        transformers_init(
+            ch.example_parameters(rope_type, 8, 500.0, 4.0, 64), 8, 256, 65
+        )
 
 
 def test_comparison_lengths_by_hand() -> None:
@@ -661,7 +695,9 @@ def test_comparison_lengths_by_hand() -> None:
 def test_compare_with_transformers_on_the_chapters_configurations() -> None:
     for d, base, factor, length in ch.CONFIGS:
         for rope_type in TYPES:
-            gap, a_gap = ch.compare_with_transformers(rope_type, d, base, factor, length)
+            gap, a_gap = ch.compare_with_transformers(
+                rope_type, d, base, factor, length
+            )
             assert 0.0 <= gap <= 1e-6 and 0.0 <= a_gap <= 1e-12, (rope_type, d)
     ours = torch.tensor([1.0, 2.0, 4.0])
     assert ch.relative_gap(ours, torch.tensor([1.0, 2.5, 5.0])) == pytest.approx(0.2)
@@ -670,45 +706,85 @@ def test_compare_with_transformers_on_the_chapters_configurations() -> None:
 def test_method_scale_factors_closed_forms_and_transformers() -> None:
     d, base, s, length = 64, 10000.0, 4.0, 2048
     kappa = ch.method_scale_factors(d, base, s, length)
-    assert list(kappa) == ["PI (linear)", "NTK-aware", "dynamic NTK at T = s L0", "YaRN",
-                           "Llama 3", "LongRoPE (made-up factors)"]
+    assert list(kappa) == [
+        "PI (linear)",
+        "NTK-aware",
+        "dynamic NTK at T = s L0",
+        "YaRN",
+        "Llama 3",
+        "LongRoPE (made-up factors)",
+    ]
     i = torch.arange(d // 2, dtype=torch.float64)
     theta = 1.0 / base ** (2 * i / d)
     rtol = 2e-6  # float32 frequencies
-    torch.testing.assert_close(torch.from_numpy(kappa["PI (linear)"]),
-                               torch.full((d // 2,), s, dtype=torch.float64), rtol=rtol, atol=0)
-    torch.testing.assert_close(torch.from_numpy(kappa["NTK-aware"]), s ** (2 * i / (d - 2)),
-                               rtol=rtol, atol=0)
+    torch.testing.assert_close(
+        torch.from_numpy(kappa["PI (linear)"]),
+        torch.full((d // 2,), s, dtype=torch.float64),
+        rtol=rtol,
+        atol=0,
+    )
+    torch.testing.assert_close(
+        torch.from_numpy(kappa["NTK-aware"]), s ** (2 * i / (d - 2)), rtol=rtol, atol=0
+    )
     s_eff = s * s - (s - 1)  # at T = s L0
-    torch.testing.assert_close(torch.from_numpy(kappa["dynamic NTK at T = s L0"]),
-                               s_eff ** (2 * i / (d - 2)), rtol=rtol, atol=0)
+    torch.testing.assert_close(
+        torch.from_numpy(kappa["dynamic NTK at T = s L0"]),
+        s_eff ** (2 * i / (d - 2)),
+        rtol=rtol,
+        atol=0,
+    )
     for name, params in [
-        ("YaRN", {"rope_type": "yarn", "factor": s,
-                  "original_max_position_embeddings": length}),
-        ("Llama 3", {"rope_type": "llama3", "factor": s, "low_freq_factor": 1.0,
-                     "high_freq_factor": 4.0, "original_max_position_embeddings": length}),
+        (
+            "YaRN",
+            {
+                "rope_type": "yarn",
+                "factor": s,
+                "original_max_position_embeddings": length,
+            },
+        ),
+        (
+            "Llama 3",
+            {
+                "rope_type": "llama3",
+                "factor": s,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": length,
+            },
+        ),
     ]:
-        theirs, _ = transformers_init({**params, "rope_theta": base}, d, int(s * length))
-        torch.testing.assert_close(torch.from_numpy(kappa[name]), theta / theirs.double(),
-                                   rtol=rtol, atol=0)
+        theirs, _ = transformers_init(
+            {**params, "rope_theta": base}, d, int(s * length)
+        )
+        torch.testing.assert_close(
+            torch.from_numpy(kappa[name]), theta / theirs.double(), rtol=rtol, atol=0
+        )
     # the made-up LongRoPE factors, used because the figure runs past L0
     t = i / (d // 2 - 1)
     wiggle = 1 + 0.15 * torch.sin(7 * t)
     expected = 1 + (s - 1) * t**1.5 * wiggle / wiggle[-1]
-    torch.testing.assert_close(torch.from_numpy(kappa["LongRoPE (made-up factors)"]),
-                               expected, rtol=rtol, atol=0)
+    torch.testing.assert_close(
+        torch.from_numpy(kappa["LongRoPE (made-up factors)"]),
+        expected,
+        rtol=rtol,
+        atol=0,
+    )
     assert ch.illustrative_longrope_factors(d, s) == pytest.approx(expected.tolist())
 
 
-
-@pytest.mark.parametrize("d, base, length", [(16, 10000.0, 6), (64, 10000.0, 6),
-                                             (8, 100.0, 6)])
+@pytest.mark.parametrize(
+    "d, base, length", [(16, 10000.0, 6), (64, 10000.0, 6), (8, 100.0, 6)]
+)
 def test_yarn_when_the_ramp_collapses_matches_transformers(d, base, length) -> None:
     """An original context shorter than one turn of the fastest pair puts both ends of
     the ramp at index 0: transformers then widens it by +0.001 (pair 0 kept, every
     other pair interpolated)."""
-    params = {"rope_type": "yarn", "rope_theta": base, "factor": 4.0,
-              "original_max_position_embeddings": length}
+    params = {
+        "rope_type": "yarn",
+        "rope_theta": base,
+        "factor": 4.0,
+        "original_max_position_embeddings": length,
+    }
     ours, a = ch.scaled_inv_freq(params, d)
     theirs, a_ref = transformers_init(params, d, 4 * length)
     assert_close(ours, theirs)
@@ -719,10 +795,13 @@ def test_yarn_when_the_ramp_collapses_matches_transformers(d, base, length) -> N
 
 def test_scale_factors_default_base_and_bad_numbers() -> None:
     kappa = ch.scale_factors(ch.pi_inv_freq(16, 10000.0, 4.0), 16)  # default base 1e4
-    torch.testing.assert_close(kappa, torch.full((8,), 4.0, dtype=torch.float64),
-                               rtol=1e-6, atol=0)
-    assert not torch.allclose(ch.scale_factors(ch.pi_inv_freq(16, 500.0, 4.0), 16),
-                              torch.full((8,), 4.0, dtype=torch.float64))
+    torch.testing.assert_close(
+        kappa, torch.full((8,), 4.0, dtype=torch.float64), rtol=1e-6, atol=0
+    )
+    assert not torch.allclose(
+        ch.scale_factors(ch.pi_inv_freq(16, 500.0, 4.0), 16),
+        torch.full((8,), 4.0, dtype=torch.float64),
+    )
     for bad in ("10000", True, None):
         with pytest.raises(ValueError, match="base must be a real number"):
             ch.rope_inv_freq(16, bad)
@@ -734,19 +813,23 @@ RULES = {  # every scaling rule as a function of (d, base, factor, L0)
     "yarn": lambda d, b, s, L: ch.yarn_inv_freq(d, b, s, L),
     "llama3": lambda d, b, s, L: ch.llama3_inv_freq(d, b, s, L),
     "longrope": lambda d, b, s, L: ch.longrope_inv_freq(
-        d, b, [1.0] * int(d // 2), [2.0] * int(d // 2), L, s),
+        d, b, [1.0] * int(d // 2), [2.0] * int(d // 2), L, s
+    ),
 }
 
 
 @pytest.mark.parametrize("rule", list(RULES))
-@pytest.mark.parametrize("args, message", [
-    ((6.0, 1e4, 2.0, 64), "head_dim must be an even integer >= 4"),
-    ((2, 1e4, 2.0, 64), "head_dim must be an even integer >= 4"),
-    ((16, 0.5, 2.0, 64), "base must be finite and > 1"),
-    ((16, float("nan"), 2.0, 64), "base must be finite"),
-    ((16, 1e4, 0.5, 64), "factor must be >= 1"),
-    ((16, 1e4, "2", 64), "factor must be a real number"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((6.0, 1e4, 2.0, 64), "head_dim must be an even integer >= 4"),
+        ((2, 1e4, 2.0, 64), "head_dim must be an even integer >= 4"),
+        ((16, 0.5, 2.0, 64), "base must be finite and > 1"),
+        ((16, float("nan"), 2.0, 64), "base must be finite"),
+        ((16, 1e4, 0.5, 64), "factor must be >= 1"),
+        ((16, 1e4, "2", 64), "factor must be a real number"),
+    ],
+)
 def test_every_rule_validates_its_inputs_the_same_way(rule, args, message) -> None:
     with pytest.raises(ValueError, match=message):
         RULES[rule](*args)
@@ -755,7 +838,9 @@ def test_every_rule_validates_its_inputs_the_same_way(rule, args, message) -> No
 @pytest.mark.parametrize("rule", ["yarn", "llama3", "longrope"])
 def test_rules_with_an_original_length_reject_a_bad_one(rule) -> None:
     for bad in (0, -5, 64.0, True):
-        with pytest.raises(ValueError, match="original_max_position_embeddings must be"):
+        with pytest.raises(
+            ValueError, match="original_max_position_embeddings must be"
+        ):
             RULES[rule](16, 1e4, 2.0, bad)
 
 
@@ -763,10 +848,16 @@ def test_default_rope_type_is_plain_rope_with_attention_factor_one() -> None:
     params = {"rope_type": "default", "rope_theta": 500.0}
     rotary = LlamaRotaryEmbedding(llama_config(params, 16))
     inv_freq, a = ch.scaled_inv_freq(params, 16)
-    assert torch.equal(inv_freq, rotary.inv_freq) and a == 1.0 == rotary.attention_scaling
+    assert (
+        torch.equal(inv_freq, rotary.inv_freq) and a == 1.0 == rotary.attention_scaling
+    )
     inv_freq, a = ch.scaled_inv_freq({"rope_type": "default"}, 16)  # rope_theta 1e4
-    assert torch.equal(inv_freq, LlamaRotaryEmbedding(llama_config({"rope_type": "default",
-                                                       "rope_theta": 10000.0}, 16)).inv_freq)
+    assert torch.equal(
+        inv_freq,
+        LlamaRotaryEmbedding(
+            llama_config({"rope_type": "default", "rope_theta": 10000.0}, 16)
+        ).inv_freq,
+    )
 
 
 def test_repeat_batch_periods_are_uniform_on_the_default_range() -> None:
@@ -782,12 +873,14 @@ def test_repeat_batch_periods_are_uniform_on_the_default_range() -> None:
 
 
 def test_rope_theta_just_above_one_is_accepted() -> None:
-    assert ch.check_rope_parameters({"rope_type": "default", "rope_theta": 1.5}) == "default"
+    assert (
+        ch.check_rope_parameters({"rope_type": "default", "rope_theta": 1.5})
+        == "default"
+    )
     transformers_init({"rope_type": "linear", "rope_theta": 1.5, "factor": 2.0}, 8, 64)
     for bad in (1.0, 0.5):
         with pytest.raises(ValueError, match="rope_theta must be finite and > 1"):
             ch.check_rope_parameters({"rope_type": "default", "rope_theta": bad})
-
 
 
 def test_configs_are_the_four_the_prose_describes() -> None:
@@ -801,7 +894,9 @@ def test_turns_in_context_accepts_any_positive_length() -> None:
     theta = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
     for length in (0.5, 1.0, 4096):
         expected = (length * theta / (2 * math.pi)).tolist()
-        assert ch.turns_in_context(8, 10000.0, length).tolist() == pytest.approx(expected)
+        assert ch.turns_in_context(8, 10000.0, length).tolist() == pytest.approx(
+            expected
+        )
     for bad in (0.0, -3.0, float("inf")):
         with pytest.raises(ValueError, match="length must be a positive number"):
             ch.turns_in_context(8, 10000.0, bad)
@@ -883,10 +978,20 @@ PARTIAL = [
     {"rope_type": "linear", "factor": 4.0},
     {"rope_type": "dynamic", "factor": 2.0},
     {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024},
-    {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 1024,
-     "low_freq_factor": 1.0, "high_freq_factor": 4.0},
-    {"rope_type": "longrope", "factor": 4.0, "original_max_position_embeddings": 1024,
-     "short_factor": [1.0] * 24, "long_factor": [1.0 + 0.1 * i for i in range(24)]},
+    {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "original_max_position_embeddings": 1024,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+    },
+    {
+        "rope_type": "longrope",
+        "factor": 4.0,
+        "original_max_position_embeddings": 1024,
+        "short_factor": [1.0] * 24,
+        "long_factor": [1.0 + 0.1 * i for i in range(24)],
+    },
 ]
 
 
@@ -902,8 +1007,9 @@ def test_partial_rotary_factor_inside_rope_parameters(params, fraction) -> None:
         p["short_factor"] = p["short_factor"][:1] * (rotary // 2)
         p["long_factor"] = [1.0 + 0.1 * i for i in range(rotary // 2)]
     if p["rope_type"] == "default":  # not in ROPE_INIT_FUNCTIONS: linear with s = 1
-        theirs, a_ref = transformers_init({**p, "rope_type": "linear", "factor": 1.0},
-                                          head_dim, 4096)
+        theirs, a_ref = transformers_init(
+            {**p, "rope_type": "linear", "factor": 1.0}, head_dim, 4096
+        )
     else:
         theirs, a_ref = transformers_init(p, head_dim, 4096, 3000)
     ours, a = ch.scaled_inv_freq(p, head_dim, 4096, 3000)
@@ -914,18 +1020,30 @@ def test_partial_rotary_factor_inside_rope_parameters(params, fraction) -> None:
 
 def test_partial_rotary_factor_at_the_top_level_moves_inside() -> None:
     params, head_dim, _ = ch.rope_parameters_from_config(
-        {"head_dim": 64, "rope_theta": 5e5, "partial_rotary_factor": 0.5,
-         "rope_parameters": {"rope_type": "linear", "factor": 2.0}}
+        {
+            "head_dim": 64,
+            "rope_theta": 5e5,
+            "partial_rotary_factor": 0.5,
+            "rope_parameters": {"rope_type": "linear", "factor": 2.0},
+        }
     )
-    assert params == {"rope_type": "linear", "factor": 2.0, "rope_theta": 5e5,
-                      "partial_rotary_factor": 0.5}
+    assert params == {
+        "rope_type": "linear",
+        "factor": 2.0,
+        "rope_theta": 5e5,
+        "partial_rotary_factor": 0.5,
+    }
     assert ch.scaled_inv_freq(params, head_dim)[0].shape == (16,)
 
 
 @pytest.mark.parametrize(
     ("fraction", "message"),
-    [(0.0, "partial_rotary_factor must be"), (1.5, r"\(0, 1\]"),
-     (0.03, "even and >= 4"), ("0.5", "real number")],
+    [
+        (0.0, "partial_rotary_factor must be"),
+        (1.5, r"\(0, 1\]"),
+        (0.03, "even and >= 4"),
+        ("0.5", "real number"),
+    ],
 )
 def test_bad_partial_rotary_factor(fraction, message) -> None:
     with pytest.raises(ValueError, match=message):
@@ -935,9 +1053,15 @@ def test_bad_partial_rotary_factor(fraction, message) -> None:
 
 
 def test_longrope_attention_factor_null_falls_back_to_the_formula() -> None:
-    p = {"rope_type": "longrope", "rope_theta": 10000.0, "factor": 8.0,
-         "original_max_position_embeddings": 4096, "attention_factor": None,
-         "short_factor": [1.0] * 8, "long_factor": [2.0] * 8}
+    p = {
+        "rope_type": "longrope",
+        "rope_theta": 10000.0,
+        "factor": 8.0,
+        "original_max_position_embeddings": 4096,
+        "attention_factor": None,
+        "short_factor": [1.0] * 8,
+        "long_factor": [2.0] * 8,
+    }
     _, a = ch.scaled_inv_freq(p, 16, 32768)
     _, a_ref = transformers_init(p, 16, 32768)
     assert a is not None and a == pytest.approx(a_ref, rel=1e-12)
@@ -956,7 +1080,10 @@ def test_original_length_one_is_rejected(rope_type) -> None:
 @pytest.mark.parametrize("rope_type", ["yarn", "longrope"])
 @pytest.mark.parametrize("value", ["1.2", [1.2], -1.0, float("nan"), True])
 def test_bad_attention_factor_is_rejected(rope_type, value) -> None:
-    p = {**ch.example_parameters(rope_type, 16, 10000.0, 4.0, 64), "attention_factor": value}
+    p = {
+        **ch.example_parameters(rope_type, 16, 10000.0, 4.0, 64),
+        "attention_factor": value,
+    }
     with pytest.raises(ValueError, match="attention_factor must be"):
         ch.scaled_inv_freq(p, 16, 256)
 
@@ -965,7 +1092,9 @@ def test_check_pi_cos_sin_accepts_a_float64_answer() -> None:
     def float64_answer(position_ids, head_dim, base, factor):
         ch.check_factor(factor)
         i = torch.arange(head_dim // 2, dtype=torch.float64)
-        angles = (position_ids.double() / factor)[..., None] * base ** (-2 * i / head_dim)
+        angles = (position_ids.double() / factor)[..., None] * base ** (
+            -2 * i / head_dim
+        )
         emb = torch.cat((angles, angles), dim=-1)
         return emb.cos(), emb.sin()
 
@@ -1008,8 +1137,15 @@ def test_check_pi_cos_sin_holds_no_reference_code() -> None:
         return found
 
     used = names(ch.check_pi_cos_sin.__code__)
-    for forbidden in ("hf_cos_sin", "rope_inv_freq", "LlamaRotaryEmbedding", "pi_inv_freq",
-                      "pi_cos_sin", "rope_cos_sin", "scaled_inv_freq"):
+    for forbidden in (
+        "hf_cos_sin",
+        "rope_inv_freq",
+        "LlamaRotaryEmbedding",
+        "pi_inv_freq",
+        "pi_cos_sin",
+        "rope_cos_sin",
+        "scaled_inv_freq",
+    ):
         assert forbidden not in used
 
 
@@ -1019,11 +1155,19 @@ def test_deepseek_v3_yarn_block_matches_transformers() -> None:
     from transformers import DeepseekV3Config
 
     fields = {
-        "num_hidden_layers": 1, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
+        "num_hidden_layers": 1,
+        "qk_rope_head_dim": 64,
+        "max_position_embeddings": 163840,
         "rope_theta": 10000,
-        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
-                         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
-                         "type": "yarn"},
+        "rope_scaling": {
+            "beta_fast": 32,
+            "beta_slow": 1,
+            "factor": 40,
+            "mscale": 1.0,
+            "mscale_all_dim": 1.0,
+            "original_max_position_embeddings": 4096,
+            "type": "yarn",
+        },
     }
     params, head_dim, max_pos = ch.rope_parameters_from_config(fields)
     assert head_dim == 64 and params["rope_type"] == "yarn" and "type" not in params
@@ -1061,12 +1205,20 @@ def test_train_stacked_matches_separate_train_model_runs() -> None:
         torch.manual_seed(seed)
         fresh.append(ch.TinyTransformer(config))
     stacked, history = ch.train_stacked(
-        fresh, ch.repeat_batch, seeds, steps=6, length=12, batch_size=8, lr=3e-3,
+        fresh,
+        ch.repeat_batch,
+        seeds,
+        steps=6,
+        length=12,
+        batch_size=8,
+        lr=3e-3,
         warmup=3,
     )
     assert history == [] and all(not m.training for m in stacked)
     for seed, model in zip(seeds, stacked):
-        alone = ch.train_model(config, ch.repeat_batch, train, seed=seed, progress=False)
+        alone = ch.train_model(
+            config, ch.repeat_batch, train, seed=seed, progress=False
+        )
         for (name, p), q in zip(alone.named_parameters(), model.parameters()):
             # six AdamW steps move each weight by at most ~6 lr = 0.018; a rounding
             # difference of the batched kernels changes it by ~1e-6
@@ -1083,18 +1235,27 @@ def test_train_stacked_evaluates_and_validates() -> None:
         ch.apply_scaling(model, inv_freq, a)
     calls = []
     _, history = ch.train_stacked(
-        models, ch.repeat_batch, [0, 1], steps=5, length=12, batch_size=4, lr=1e-3,
-        every=2, evaluate=lambda ms: calls.append(len(ms)) or len(calls),
+        models,
+        ch.repeat_batch,
+        [0, 1],
+        steps=5,
+        length=12,
+        batch_size=4,
+        lr=1e-3,
+        every=2,
+        evaluate=lambda ms: calls.append(len(ms)) or len(calls),
     )
     assert history == [1, 2, 3, 4] and calls == [2, 2, 2, 2]  # start, 2, 4, the end
-    tuned, _ = ch.train_stacked(models, ch.repeat_batch, [0, 1], steps=1, length=12,
-                                batch_size=4, lr=1e-3)
+    tuned, _ = ch.train_stacked(
+        models, ch.repeat_batch, [0, 1], steps=1, length=12, batch_size=4, lr=1e-3
+    )
     for model in tuned:
         assert torch.equal(model.position.inv_freq, inv_freq)
         assert model.position.logit_scale == pytest.approx(a * a)
     with pytest.raises(ValueError, match="one seed per model"):
-        ch.train_stacked(models, ch.repeat_batch, [0], steps=1, length=12,
-                         batch_size=4, lr=1e-3)
+        ch.train_stacked(
+            models, ch.repeat_batch, [0], steps=1, length=12, batch_size=4, lr=1e-3
+        )
 
 
 def test_yarn_ramp_in_turns_by_hand_and_llama3_equivalence() -> None:
@@ -1107,12 +1268,20 @@ def test_yarn_ramp_in_turns_by_hand_and_llama3_equivalence() -> None:
     chi = ((32 - turns) / 31).clamp(0, 1)
     expected = theta * (1 - chi) + theta / factor * chi
     assert_close(ch.yarn_turns_inv_freq(d, base, factor, length), expected, rtol=2e-6)
-    params = {"rope_type": "llama3", "rope_theta": base, "factor": factor,
-              "original_max_position_embeddings": length, "low_freq_factor": 1.0,
-              "high_freq_factor": 4.0}
+    params = {
+        "rope_type": "llama3",
+        "rope_theta": base,
+        "factor": factor,
+        "original_max_position_embeddings": length,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+    }
     theirs, _ = transformers_init(params, d, 128)
-    assert_close(ch.yarn_turns_inv_freq(d, base, factor, length, beta_fast=4.0), theirs,
-                 rtol=1e-6)
+    assert_close(
+        ch.yarn_turns_inv_freq(d, base, factor, length, beta_fast=4.0),
+        theirs,
+        rtol=1e-6,
+    )
 
 
 def test_the_rules_cover_every_key_of_the_registry() -> None:
@@ -1131,8 +1300,12 @@ def test_proportional_equals_transformers(half, fraction, factor, base) -> None:
     """Gemma 4's proportional RoPE: bit for bit the registry's, zeros included (the
     same float32 operations on the same values), through scaled_inv_freq."""
     d = 2 * half
-    params = {"rope_type": "proportional", "rope_theta": base, "factor": factor,
-              "partial_rotary_factor": fraction}
+    params = {
+        "rope_type": "proportional",
+        "rope_theta": base,
+        "factor": factor,
+        "partial_rotary_factor": fraction,
+    }
     theirs, a_theirs = transformers_init(params, d, 4096)
     ours, a_ours = ch.scaled_inv_freq(params, d)
     assert ours.shape == theirs.shape == (half,)
@@ -1143,12 +1316,18 @@ def test_proportional_equals_transformers(half, fraction, factor, base) -> None:
         ch.scaled_inv_freq({**params, "beta_fast": 4.0}, d)
 
 
-@pytest.mark.parametrize("name, forbidden", [
-    # 9.2: cos and sin at sample points as literals, no angle of its own
-    ("check_pi_cos_sin", ("base **", "** (-2", "rope_inv_freq", "/ factor", ".cos()")),
-    # 9.3: the factors as literals, no power of two of its own
-    ("check_choose_rope_parameters", ("log2", "ceil(", "2.0 **", "2 **")),
-])
+@pytest.mark.parametrize(
+    "name, forbidden",
+    [
+        # 9.2: cos and sin at sample points as literals, no angle of its own
+        (
+            "check_pi_cos_sin",
+            ("base **", "** (-2", "rope_inv_freq", "/ factor", ".cos()"),
+        ),
+        # 9.3: the factors as literals, no power of two of its own
+        ("check_choose_rope_parameters", ("log2", "ceil(", "2.0 **", "2 **")),
+    ],
+)
 def test_checks_hold_expected_values(name, forbidden) -> None:
     """The student edition shows each check's source: it must not compute the
     answer."""
@@ -1158,6 +1337,7 @@ def test_checks_hold_expected_values(name, forbidden) -> None:
 
 
 # --- the rules that decide what the chapter may claim (issue 32, item 17) ---------------
+
 
 def test_supported_by_hand() -> None:
     """Every seed must have the sign of the mean, and |mean| >= 3 standard deviations
@@ -1214,7 +1394,9 @@ def test_paired_and_bands_by_hand() -> None:
     better[:, :4] = np.nan  # no target yet: ignored by the band mean
     worse = np.full((2, 128), 0.25)
     results = {"A": better, "B": worse}
-    np.testing.assert_array_equal(ch.bands(better), [[1.0, 0.5, 0.25], [0.75, 0.5, 0.5]])
+    np.testing.assert_array_equal(
+        ch.bands(better), [[1.0, 0.5, 0.25], [0.75, 0.5, 0.5]]
+    )
     np.testing.assert_array_equal(ch.paired(results, "A", "B", 0), [0.75, 0.5])
     np.testing.assert_array_equal(ch.paired(results, "A", "B", 2), [0.0, 0.25])
     np.testing.assert_array_equal(ch.paired(results, "B", "A", 1), [-0.25, -0.25])
@@ -1232,8 +1414,15 @@ def test_train_stacked_stops_when_told_and_returns_that_state() -> None:
     models = [ch.TinyTransformer(config) for _ in range(2)]
     kwargs = dict(length=12, batch_size=4, lr=1e-3)
     stopped, history = ch.train_stacked(
-        models, ch.repeat_batch, [0, 1], steps=9, every=2,
-        evaluate=lambda ms: len(ms), stop=lambda h: len(h) == 3, **kwargs)
+        models,
+        ch.repeat_batch,
+        [0, 1],
+        steps=9,
+        every=2,
+        evaluate=lambda ms: len(ms),
+        stop=lambda h: len(h) == 3,
+        **kwargs,
+    )
     assert history == [2, 2, 2]  # start, step 2, step 4
     four, _ = ch.train_stacked(models, ch.repeat_batch, [0, 1], steps=4, **kwargs)
     for a, b in zip(stopped, four, strict=True):
@@ -1253,10 +1442,12 @@ def test_reached_plateau_by_hand() -> None:
     one_low = [[0.99, 0.93], [0.99, 0.94], [0.99, 0.94]]
     assert not ch.reached_plateau(one_low)  # one seed below 0.95
     assert ch.reached_plateau(one_low, level=0.9)
-    assert ch.reached_plateau(rising, gain=0.1) and ch.reached_plateau(rising, window=1,
-                                                                       gain=0.03)
+    assert ch.reached_plateau(rising, gain=0.1) and ch.reached_plateau(
+        rising, window=1, gain=0.03
+    )
     # the gain is strict: a rise of exactly `gain` still counts as rising (binary-exact)
-    assert not ch.reached_plateau([[0.5, 0.5], [0.5, 0.5], [0.5, 0.53125]],
-                                  level=0.5, gain=0.015625)
+    assert not ch.reached_plateau(
+        [[0.5, 0.5], [0.5, 0.5], [0.5, 0.53125]], level=0.5, gain=0.015625
+    )
     with pytest.raises(ValueError, match="window"):
         ch.reached_plateau(flat, window=0)

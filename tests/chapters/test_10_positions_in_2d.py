@@ -4,6 +4,7 @@ Only the notebook's ``export`` cells are executed (bookkit.testing.load_chapter)
 independent of the module under test: Chapter 5's dense ``rope_matrix``, complex closed
 forms written here, hand-computed position ids, and ``transformers``' Qwen2-VL code.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,10 +28,13 @@ seeds = st.integers(min_value=0, max_value=2**32 - 1)
 def complex_score(q, k, omegas, p, p_key):
     """(R(p) q) . (R(p') k) from the complex form: Re sum q_i conj(k_i) e^{i<w_i, p - p'>}."""
     qc, kc = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
-    return float(np.real(np.sum(qc * np.conj(kc) * np.exp(1j * (omegas @ (p - p_key))))))
+    return float(
+        np.real(np.sum(qc * np.conj(kc) * np.exp(1j * (omegas @ (p - p_key)))))
+    )
 
 
 # --- the relative property of axial and mixed 2-D RoPE ----------------------------------
+
 
 @SETTINGS
 @given(d=quarter_dims, delta=offsets_2d, seed=seeds)
@@ -46,18 +50,25 @@ def test_axial_rope_is_relative_and_equals_chapter5_blocks(d, delta, seed):
     R[half:, half:] = ch05.rope_matrix(p[1], half, 100.0)
     assert np.allclose(ch.multi_axis_rope_matrix(p, omegas), R, atol=1e-12)
     score = (ch.multi_axis_rope_matrix(p, omegas) @ q) @ (
-        ch.multi_axis_rope_matrix(p_key, omegas) @ k)
+        ch.multi_axis_rope_matrix(p_key, omegas) @ k
+    )
     shift = rng.integers(-100, 100, size=2).astype(float)
-    shifted = ch.multi_axis_rope(q[None], p + shift, omegas)[0] @ ch.multi_axis_rope(
-        k[None], p_key + shift, omegas)[0]
+    shifted = (
+        ch.multi_axis_rope(q[None], p + shift, omegas)[0]
+        @ ch.multi_axis_rope(k[None], p_key + shift, omegas)[0]
+    )
     scale = np.linalg.norm(q) * np.linalg.norm(k)
     assert abs(score - complex_score(q, k, omegas, p, p_key)) <= 1e-9 * scale
     assert abs(score - shifted) <= 1e-9 * scale
 
 
 @SETTINGS
-@given(d=quarter_dims, delta=offsets_2d, seed=seeds,
-       angle=st.floats(-np.pi, np.pi, allow_nan=False))
+@given(
+    d=quarter_dims,
+    delta=offsets_2d,
+    seed=seeds,
+    angle=st.floats(-np.pi, np.pi, allow_nan=False),
+)
 def test_mixed_rope_is_relative(d, delta, seed, angle):
     rng = np.random.default_rng(seed)
     omegas = ch.mixed_frequencies(d, angle)
@@ -66,8 +77,10 @@ def test_mixed_rope_is_relative(d, delta, seed, angle):
     q, k = rng.normal(size=(2, d))
     p_key = rng.uniform(-30, 30, size=2)
     p = p_key + np.array(delta, dtype=float)
-    score = ch.multi_axis_rope(q[None], p, omegas)[0] @ ch.multi_axis_rope(
-        k[None], p_key, omegas)[0]
+    score = (
+        ch.multi_axis_rope(q[None], p, omegas)[0]
+        @ ch.multi_axis_rope(k[None], p_key, omegas)[0]
+    )
     scale = np.linalg.norm(q) * np.linalg.norm(k)
     assert abs(score - complex_score(q, k, omegas, p, p_key)) <= 1e-9 * scale
 
@@ -88,11 +101,17 @@ def test_one_mixed_plane_has_the_closed_form_interaction(alpha, beta):
     e0 = np.array([1.0, 0.0])
     s = ch.score_map(e0, e0, np.array([[alpha, beta]]), 2)  # rows dy, columns dx
     centre = 2
-    mixed = (s[centre + 1, centre + 1] - s[centre, centre + 1] - s[centre + 1, centre]
-             + s[centre, centre])
+    mixed = (
+        s[centre + 1, centre + 1]
+        - s[centre, centre + 1]
+        - s[centre + 1, centre]
+        + s[centre, centre]
+    )
     expected = (1 - np.cos(alpha)) * (1 - np.cos(beta)) - np.sin(alpha) * np.sin(beta)
     assert np.isclose(mixed, expected)
-    assert ch.interaction_share(ch.score_map(e0, e0, np.array([[alpha, beta]]), 6)) > 0.1
+    assert (
+        ch.interaction_share(ch.score_map(e0, e0, np.array([[alpha, beta]]), 6)) > 0.1
+    )
 
 
 @pytest.mark.parametrize("d", [4, 16, 64])
@@ -103,13 +122,19 @@ def test_sinusoidal_2d_gram_is_a_sum_of_1d_kernels(d):
     dx, dy = cols[:, None] - cols[None], rows[:, None] - rows[None]
     A = lambda delta: np.cos(delta[..., None] * theta).sum(-1)  # noqa: E731
     assert np.allclose(P @ P.T, A(dx) + A(dy))
-    assert np.allclose(P[8, : d // 2][1::2], np.cos(1 * theta))  # row 1 in the first half
-    assert np.allclose(P[8, d // 2:][0::2], np.sin(1 * theta))  # column 1 in the second
+    assert np.allclose(
+        P[8, : d // 2][1::2], np.cos(1 * theta)
+    )  # row 1 in the first half
+    assert np.allclose(
+        P[8, d // 2 :][0::2], np.sin(1 * theta)
+    )  # column 1 in the second
 
 
 def test_offset_spread_separates_relative_from_absolute():
     xy = ch.grid_positions(3, 4)
-    relative = np.cos(xy[:, None, 0] - xy[None, :, 0]) + (xy[:, None, 1] - xy[None, :, 1])
+    relative = np.cos(xy[:, None, 0] - xy[None, :, 0]) + (
+        xy[:, None, 1] - xy[None, :, 1]
+    )
     assert ch.offset_spread(relative, xy) < 1e-12
     absolute = relative + xy[:, None, 0]  # depends on the query's column
     assert np.isclose(ch.offset_spread(absolute, xy), 3.0)
@@ -128,10 +153,20 @@ def test_grid_shift_error_is_zero_for_rotary_codes_and_not_for_bits():
 LAYOUTS = {
     "notes example": [("text", 4), ("image", (1, 4, 6)), ("text", 2)],
     "image first": [("image", (1, 6, 4)), ("text", 3)],
-    "two images": [("text", 2), ("image", (1, 2, 2)), ("text", 2), ("image", (1, 8, 4)),
-                   ("text", 1)],
-    "video and image": [("text", 1), ("video", (2, 6, 8)), ("text", 2),
-                        ("image", (1, 4, 4)), ("text", 1)],
+    "two images": [
+        ("text", 2),
+        ("image", (1, 2, 2)),
+        ("text", 2),
+        ("image", (1, 8, 4)),
+        ("text", 1),
+    ],
+    "video and image": [
+        ("text", 1),
+        ("video", (2, 6, 8)),
+        ("text", 2),
+        ("image", (1, 4, 4)),
+        ("text", 1),
+    ],
     "long thin video": [("text", 3), ("video", (3, 4, 4)), ("text", 2)],
     "text only": [("text", 5)],
     "merge 1": [("text", 1), ("image", (1, 3, 2)), ("text", 1)],
@@ -164,9 +199,11 @@ def test_position_ids_equal_transformers(name, tiny):
 
 def test_position_ids_by_hand():
     ids = ch.mrope_position_ids(LAYOUTS["notes example"])  # default merge 2
-    assert ids.tolist() == [[0, 1, 2, 3, 4, 4, 4, 4, 4, 4, 7, 8],
-                            [0, 1, 2, 3, 4, 4, 4, 5, 5, 5, 7, 8],
-                            [0, 1, 2, 3, 4, 5, 6, 4, 5, 6, 7, 8]]
+    assert ids.tolist() == [
+        [0, 1, 2, 3, 4, 4, 4, 4, 4, 4, 7, 8],
+        [0, 1, 2, 3, 4, 4, 4, 5, 5, 5, 7, 8],
+        [0, 1, 2, 3, 4, 5, 6, 4, 5, 6, 7, 8],
+    ]
     video = LAYOUTS["long thin video"]
     paper = ch.mrope_position_ids(video)  # default: the paper's rule
     v5 = ch.mrope_position_ids(video, restart="transformers5")
@@ -177,11 +214,14 @@ def test_position_ids_by_hand():
     assert np.array_equal(paper[:, :-2], v5[:, :-2])
 
 
-@pytest.mark.parametrize("layout", [
-    [("text", 3), ("video", (6, 4, 4))],
-    [("text", 2), ("image", (1, 4, 6))],
-    [("text", 1), ("video", (2, 6, 8)), ("text", 2), ("video", (5, 2, 2))],
-])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        [("text", 3), ("video", (6, 4, 4))],
+        [("text", 2), ("image", (1, 4, 6))],
+        [("text", 1), ("video", (2, 6, 8)), ("text", 2), ("video", (5, 2, 2))],
+    ],
+)
 def test_rope_deltas_of_transformers_follow_the_papers_rule(layout, tiny):
     """transformers' rope_deltas place the next token one past the largest id: the id the
     paper's rule gives text that follows the prompt."""
@@ -191,20 +231,40 @@ def test_rope_deltas_of_transformers_follow_the_papers_rule(layout, tiny):
     assert n_tokens + int(deltas) == ours[0, -1] == ours[:, -1].max()
 
 
-@pytest.mark.parametrize("layout, seconds", [
-    ([("text", 2), ("video", (4, 4, 4)), ("text", 2)], [2 / 3]),
-    ([("text", 1), ("video", (3, 4, 6)), ("text", 2), ("video", (2, 2, 2)), ("text", 1)],
-     [1.0, 0.5]),
-    ([("text", 1), ("image", (1, 4, 4)), ("text", 1), ("video", (5, 2, 4)), ("text", 1)],
-     [2.0]),
-    ([("video", (7, 2, 2)), ("text", 1)], [0.7]),
-    ([("text", 1), ("video", (9, 4, 2)), ("text", 1)], [0.3]),
-])
+@pytest.mark.parametrize(
+    "layout, seconds",
+    [
+        ([("text", 2), ("video", (4, 4, 4)), ("text", 2)], [2 / 3]),
+        (
+            [
+                ("text", 1),
+                ("video", (3, 4, 6)),
+                ("text", 2),
+                ("video", (2, 2, 2)),
+                ("text", 1),
+            ],
+            [1.0, 0.5],
+        ),
+        (
+            [
+                ("text", 1),
+                ("image", (1, 4, 4)),
+                ("text", 1),
+                ("video", (5, 2, 4)),
+                ("text", 1),
+            ],
+            [2.0],
+        ),
+        ([("video", (7, 2, 2)), ("text", 1)], [0.7]),
+        ([("text", 1), ("video", (9, 4, 2)), ("text", 1)], [0.3]),
+    ],
+)
 def test_time_aligned_ids_equal_qwen25vl(layout, seconds, tiny25):
     """Qwen2.5-VL: temporal ids floor(k * tokens_per_second * seconds) in float32."""
     tps = tiny25.config.vision_config.tokens_per_second
     theirs, deltas = tiny25.get_rope_index(
-        **ch.transformers_inputs(layout), second_per_grid_ts=torch.tensor(seconds))
+        **ch.transformers_inputs(layout), second_per_grid_ts=torch.tensor(seconds)
+    )
     timing = dict(tokens_per_second=tps, second_per_grid_ts=seconds)
     ours = ch.mrope_position_ids(layout, restart="transformers5", **timing)
     assert np.array_equal(ours, theirs[:, 0].numpy())
@@ -213,26 +273,43 @@ def test_time_aligned_ids_equal_qwen25vl(layout, seconds, tiny25):
     theirs_without, _ = tiny25.get_rope_index(**ch.transformers_inputs(layout))
     assert np.array_equal(
         ch.mrope_position_ids(layout, restart="transformers5", tokens_per_second=tps),
-        theirs_without[:, 0].numpy())
+        theirs_without[:, 0].numpy(),
+    )
     assert without.shape == ours.shape
 
 
 def test_time_aligned_ids_by_hand():
-    ids = ch.mrope_position_ids([("text", 2), ("video", (4, 2, 2)), ("text", 1)],
-                                tokens_per_second=2, second_per_grid_ts=[2 / 3])
-    assert ids[0, 2:].tolist() == [2, 3, 4, 6, 7]  # steps 0, 1.33, 2.67, 4 -> 0, 1, 2, 4
+    ids = ch.mrope_position_ids(
+        [("text", 2), ("video", (4, 2, 2)), ("text", 1)],
+        tokens_per_second=2,
+        second_per_grid_ts=[2 / 3],
+    )
+    assert ids[0, 2:].tolist() == [
+        2,
+        3,
+        4,
+        6,
+        7,
+    ]  # steps 0, 1.33, 2.67, 4 -> 0, 1, 2, 4
     assert ids[1, 2:6].tolist() == [2] * 4 and ids[2, 2:6].tolist() == [2] * 4
     images_ignore_time = ch.mrope_position_ids(
         [("image", (1, 2, 2)), ("text", 1), ("video", (2, 2, 2))],
-        tokens_per_second=25, second_per_grid_ts=[1.0])
+        tokens_per_second=25,
+        second_per_grid_ts=[1.0],
+    )
     assert images_ignore_time[0].tolist() == [0, 1, 2, 27]  # the video's step is 25
     assert np.array_equal(  # Qwen2-VL: a step of 1 per temporal patch
-        ch.mrope_position_ids([("video", (3, 2, 2))])[0], [0, 1, 2])
+        ch.mrope_position_ids([("video", (3, 2, 2))])[0], [0, 1, 2]
+    )
 
 
 def padded_layouts():
-    return [LAYOUTS["notes example"], LAYOUTS["long thin video"], LAYOUTS["text only"],
-            LAYOUTS["video and image"]]
+    return [
+        LAYOUTS["notes example"],
+        LAYOUTS["long thin video"],
+        LAYOUTS["text only"],
+        LAYOUTS["video and image"],
+    ]
 
 
 def test_padded_batch_equals_transformers(tiny):
@@ -242,9 +319,13 @@ def test_padded_batch_equals_transformers(tiny):
     masks = padded["attention_mask"].numpy()
     assert masks.shape == (4, 32) and masks.sum(axis=1).tolist() == [12, 17, 5, 32]
     assert all(m[: m.size - m.sum()].sum() == 0 for m in masks)  # left padding
-    ours = np.stack([ch.mrope_position_ids(layout, restart="transformers5",
-                                           attention_mask=mask)
-                     for layout, mask in zip(batch, masks)], axis=1)
+    ours = np.stack(
+        [
+            ch.mrope_position_ids(layout, restart="transformers5", attention_mask=mask)
+            for layout, mask in zip(batch, masks)
+        ],
+        axis=1,
+    )
     assert np.array_equal(ours, theirs.numpy())
     assert np.all(ours[:, ~masks.astype(bool)] == 0)  # padding: 0, as in transformers 5
     grids = padded["image_grid_thw"].tolist()
@@ -254,20 +335,31 @@ def test_padded_batch_equals_transformers(tiny):
 
 
 def test_padded_batch_equals_qwen25vl(tiny25):
-    batch = [([("text", 2), ("video", (4, 4, 4)), ("text", 2)], [2 / 3]),
-             ([("text", 4)], []),
-             ([("video", (2, 2, 2)), ("text", 1), ("video", (3, 2, 4)), ("text", 2)],
-              [0.5, 1.5])]
+    batch = [
+        ([("text", 2), ("video", (4, 4, 4)), ("text", 2)], [2 / 3]),
+        ([("text", 4)], []),
+        (
+            [("video", (2, 2, 2)), ("text", 1), ("video", (3, 2, 4)), ("text", 2)],
+            [0.5, 1.5],
+        ),
+    ]
     padded = ch.transformers_batch([layout for layout, _ in batch])
     flat = [s for _, seconds in batch for s in seconds]
     theirs, _ = tiny25.get_rope_index(**padded, second_per_grid_ts=torch.tensor(flat))
     tps = tiny25.config.vision_config.tokens_per_second
-    ours = np.stack([
-        ch.mrope_position_ids(layout, restart="transformers5", attention_mask=mask,
-                              tokens_per_second=tps,
-                              second_per_grid_ts=seconds or None)
-        for (layout, seconds), mask in zip(batch, padded["attention_mask"].numpy())],
-        axis=1)
+    ours = np.stack(
+        [
+            ch.mrope_position_ids(
+                layout,
+                restart="transformers5",
+                attention_mask=mask,
+                tokens_per_second=tps,
+                second_per_grid_ts=seconds or None,
+            )
+            for (layout, seconds), mask in zip(batch, padded["attention_mask"].numpy())
+        ],
+        axis=1,
+    )
     assert np.array_equal(ours, theirs.numpy())
 
 
@@ -281,15 +373,18 @@ def test_qwen3vl_layout_with_timestamps_equals_transformers():
     inputs["video_grid_thw"] = torch.tensor([[4, 2, 4]])  # one video, 4 patches
     theirs, _ = model.get_rope_index(**inputs)
     for restart in ch.RESTART_RULES:  # t = 1 per segment: both rules agree
-        assert np.array_equal(ch.mrope_position_ids(layout, restart=restart),
-                              theirs[:, 0].numpy())
+        assert np.array_equal(
+            ch.mrope_position_ids(layout, restart=restart), theirs[:, 0].numpy()
+        )
     cfg = model.config.text_config
     assert cfg.rope_parameters["mrope_interleaved"] is True
 
 
 def test_attention_mask_places_ids_on_the_ones():
-    ids = ch.mrope_position_ids([("text", 2), ("image", (1, 2, 2)), ("text", 1)],
-                                attention_mask=[0, 0, 1, 1, 1, 1])
+    ids = ch.mrope_position_ids(
+        [("text", 2), ("image", (1, 2, 2)), ("text", 1)],
+        attention_mask=[0, 0, 1, 1, 1, 1],
+    )
     assert ids.tolist() == [[0, 0, 0, 1, 2, 3]] * 3
     right = ch.mrope_position_ids([("text", 3)], attention_mask=np.array([1, 1, 1, 0]))
     assert right[0].tolist() == [0, 1, 2, 0]  # right padding works as well
@@ -299,13 +394,17 @@ def test_attention_mask_places_ids_on_the_ones():
 
 # --- M-RoPE rotation against transformers ---------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("name", ["notes example", "video and image", "long thin video"])
+@pytest.mark.parametrize(
+    "name", ["notes example", "video and image", "long thin video"]
+)
 def test_mrope_rotation_equals_transformers_within_rounding(dtype, name, tiny):
     from transformers.models.qwen2_vl.modeling_qwen2_vl import (
         Qwen2VLRotaryEmbedding,
         apply_rotary_pos_emb,
     )
+
     position_ids = torch.from_numpy(ch.mrope_position_ids(LAYOUTS[name]))[:, None]
     generator = torch.Generator().manual_seed(3)
     q = torch.randn(1, 4, position_ids.shape[-1], 16, generator=generator, dtype=dtype)
@@ -326,13 +425,15 @@ def test_rotation_bound_by_hand():
     gamma2 = 2 * u / (1 - 2 * u)
     bound = ch.rotation_bound(x, angle_gap=1e-6)
     factor = 1e-6 + 8 * u + 2 * gamma2
-    expected = torch.tensor([[4 * factor, 2.5 * factor, 4 * factor, 2.5 * factor]],
-                            dtype=torch.float64)
+    expected = torch.tensor(
+        [[4 * factor, 2.5 * factor, 4 * factor, 2.5 * factor]], dtype=torch.float64
+    )
     torch.testing.assert_close(bound, expected, rtol=1e-12, atol=0)
     coarse = ch.rotation_bound(x.to(torch.bfloat16))  # cos cast to bfloat16: 2 u_bf
     u_bf = 2.0**-8
     assert coarse[0, 0].item() == pytest.approx(
-        4 * (8 * u + 2 * u_bf + 2 * 2 * u_bf / (1 - 2 * u_bf)), rel=1e-12)
+        4 * (8 * u + 2 * u_bf + 2 * 2 * u_bf / (1 - 2 * u_bf)), rel=1e-12
+    )
     for bad in (torch.ones(3), torch.ones(2, 2, dtype=torch.long), np.ones(4)):
         with pytest.raises(ValueError, match="even"):
             ch.rotation_bound(bad)
@@ -348,8 +449,9 @@ def test_rotation_bound_covers_float32_against_float64(seed, ids):
     x = torch.randn(1, 2, 6, 16, generator=generator)
     position_ids = torch.randint(0, ids, (3, 1, 6), generator=generator)
     got = ch.apply_mrope(x, position_ids, [2, 3, 3])
-    exact = ch.apply_mrope(x.double(), position_ids, [2, 3, 3],
-                           angle_dtype=torch.float64)
+    exact = ch.apply_mrope(
+        x.double(), position_ids, [2, 3, 3], angle_dtype=torch.float64
+    )
     gap = (6 + np.log(1e4)) * 2.0**-24 * float(position_ids.max())  # one side rounds
     assert torch.all((got.double() - exact).abs() <= ch.rotation_bound(x, gap))
 
@@ -361,14 +463,23 @@ def test_axis_allocations_equal_transformers():
     from transformers.models.qwen3_vl.modeling_qwen3_vl import (
         Qwen3VLTextRotaryEmbedding,
     )
+
     marked = torch.arange(3.0)[:, None, None, None].expand(3, 1, 1, 64).clone()
-    for cls, sections, layout in [(Qwen2VLRotaryEmbedding, [16, 24, 24], "sections"),
-                                  (Qwen3VLTextRotaryEmbedding, [24, 20, 20], "interleaved")]:
-        out = cls.recomposition_frequencies(SimpleNamespace(mrope_section=sections),
-                                            marked.clone())
+    for cls, sections, layout in [
+        (Qwen2VLRotaryEmbedding, [16, 24, 24], "sections"),
+        (Qwen3VLTextRotaryEmbedding, [24, 20, 20], "interleaved"),
+    ]:
+        out = cls.recomposition_frequencies(
+            SimpleNamespace(mrope_section=sections), marked.clone()
+        )
         expected = out[0, 0, :64].long().numpy()
-        assert np.array_equal(ch.mrope_axis_of_pairs(sections, 128, layout=layout), expected)
-    assert ch.mrope_axis_of_pairs([16, 24, 24], 128).tolist() == [0] * 16 + [1] * 24 + [2] * 24
+        assert np.array_equal(
+            ch.mrope_axis_of_pairs(sections, 128, layout=layout), expected
+        )
+    assert (
+        ch.mrope_axis_of_pairs([16, 24, 24], 128).tolist()
+        == [0] * 16 + [1] * 24 + [2] * 24
+    )
 
 
 def test_mrope_is_rope_for_text_and_relative_in_3d():
@@ -377,23 +488,31 @@ def test_mrope_is_rope_for_text_and_relative_in_3d():
     assert np.allclose(omegas.sum(axis=1), theta) and np.count_nonzero(omegas) == 8
     ids = ch.mrope_position_ids([("text", 4)]).T.astype(float)
     for m, p in enumerate(ids):
-        assert np.allclose(ch.multi_axis_rope_matrix(p, omegas), ch05.rope_matrix(m, 16))
+        assert np.allclose(
+            ch.multi_axis_rope_matrix(p, omegas), ch05.rope_matrix(m, 16)
+        )
     rng = np.random.default_rng(0)
     q, k = rng.normal(size=(2, 16))
     p, p_key, shift = rng.integers(-20, 20, size=(3, 3)).astype(float)
-    assert np.isclose(complex_score(q, k, omegas, p, p_key),
-                      complex_score(q, k, omegas, p + shift, p_key + shift))
+    assert np.isclose(
+        complex_score(q, k, omegas, p, p_key),
+        complex_score(q, k, omegas, p + shift, p_key + shift),
+    )
 
 
 # --- bad input ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sections, head_dim, message", [
-    ([2, 3, 3], 15, "even"),
-    ([2, 3, 3], 18, "sums to 8"),
-    ([2, 3], 16, "three"),
-    ([2, 3, 3.0], 16, "three"),
-    ([-1, 5, 4], 16, "three"),
-])
+
+@pytest.mark.parametrize(
+    "sections, head_dim, message",
+    [
+        ([2, 3, 3], 15, "even"),
+        ([2, 3, 3], 18, "sums to 8"),
+        ([2, 3], 16, "three"),
+        ([2, 3, 3.0], 16, "three"),
+        ([-1, 5, 4], 16, "three"),
+    ],
+)
 def test_bad_sections_raise(sections, head_dim, message):
     with pytest.raises(ValueError, match=message):
         ch.mrope_axis_of_pairs(sections, head_dim)
@@ -401,35 +520,44 @@ def test_bad_sections_raise(sections, head_dim, message):
         ch.apply_mrope(torch.zeros(1, 1, 2, head_dim), torch.zeros(3, 1, 2), sections)
 
 
-@pytest.mark.parametrize("layout, message", [
-    ([("image", (1, 0, 4))], "positive"),
-    ([("image", (1, 4, -2))], "positive"),
-    ([("video", (0, 4, 4))], "positive"),
-    ([("text", 0)], "positive"),
-    ([("image", (1, 3, 4))], "multiples"),
-    ([("image", (1, 4))], r"\(t, h, w\)"),
-    ([("image", (1, 2, 2)), ("video", (1, 2, 2))], "between"),
-    ([("audio", 3)], "kind"),
-    ([], "empty"),
-])
+@pytest.mark.parametrize(
+    "layout, message",
+    [
+        ([("image", (1, 0, 4))], "positive"),
+        ([("image", (1, 4, -2))], "positive"),
+        ([("video", (0, 4, 4))], "positive"),
+        ([("text", 0)], "positive"),
+        ([("image", (1, 3, 4))], "multiples"),
+        ([("image", (1, 4))], r"\(t, h, w\)"),
+        ([("image", (1, 2, 2)), ("video", (1, 2, 2))], "between"),
+        ([("audio", 3)], "kind"),
+        ([], "empty"),
+    ],
+)
 def test_bad_layouts_raise(layout, message):
     with pytest.raises(ValueError, match=message):
         ch.mrope_position_ids(layout)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(restart="max"), "restart"),
-    (dict(second_per_grid_ts=[1.0]), "needs tokens_per_second"),
-    (dict(tokens_per_second=2, second_per_grid_ts=[1.0, 2.0]), "2 entries for 1 video"),
-    (dict(tokens_per_second=2, second_per_grid_ts=[0.0]), "positive"),
-    (dict(tokens_per_second=-1), "positive"),
-    (dict(tokens_per_second=float("nan")), "positive"),
-    (dict(tokens_per_second=True), "positive"),
-    (dict(attention_mask=[1, 1, 1]), "3 ones but the layout has 5"),
-    (dict(attention_mask=[[1, 1, 1, 1, 1]]), "one row"),
-    (dict(attention_mask=[1, 1, 2, 1, 1]), "one row"),
-    (dict(spatial_merge_size=0), "spatial_merge_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(restart="max"), "restart"),
+        (dict(second_per_grid_ts=[1.0]), "needs tokens_per_second"),
+        (
+            dict(tokens_per_second=2, second_per_grid_ts=[1.0, 2.0]),
+            "2 entries for 1 video",
+        ),
+        (dict(tokens_per_second=2, second_per_grid_ts=[0.0]), "positive"),
+        (dict(tokens_per_second=-1), "positive"),
+        (dict(tokens_per_second=float("nan")), "positive"),
+        (dict(tokens_per_second=True), "positive"),
+        (dict(attention_mask=[1, 1, 1]), "3 ones but the layout has 5"),
+        (dict(attention_mask=[[1, 1, 1, 1, 1]]), "one row"),
+        (dict(attention_mask=[1, 1, 2, 1, 1]), "one row"),
+        (dict(spatial_merge_size=0), "spatial_merge_size"),
+    ],
+)
 def test_bad_options_raise(kwargs, message):
     layout = [("text", 1), ("video", (2, 2, 2)), ("text", 2)]  # 5 tokens
     with pytest.raises(ValueError, match=message):
@@ -456,6 +584,7 @@ def test_other_bad_input_raises():
 
 # --- learned commuting rotations are multi-axis RoPE in another basis ----------------------
 
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_commuting_generators_are_rope_in_another_basis(seed):
     from scipy.linalg import expm
@@ -465,8 +594,10 @@ def test_commuting_generators_are_rope_in_another_basis(seed):
     d, axes = 10, 3
     true_O = special_ortho_group.rvs(d, random_state=seed)
     true_Omega = rng.normal(size=(d // 2, axes))
-    Gs = [true_O @ ch.multi_axis_rope_generator(true_Omega[:, a]) @ true_O.T
-          for a in range(axes)]
+    Gs = [
+        true_O @ ch.multi_axis_rope_generator(true_Omega[:, a]) @ true_O.T
+        for a in range(axes)
+    ]
     basis, Omega = ch.common_rotation_basis(Gs, seed=seed)
     assert np.abs(basis.T @ basis - np.eye(d)).max() < 1e-12
     p = rng.uniform(-5, 5, size=axes)
@@ -518,10 +649,14 @@ def test_multi_axis_rope_generator_exponentiates_to_the_rope_matrix():
     omega = np.array([[0.3, -1.0], [2.0, 0.5]])
     for p in ([1.0, 2.0], [-3.0, 0.5]):
         G = sum(c * ch.multi_axis_rope_generator(omega[:, a]) for a, c in enumerate(p))
-        assert np.abs(expm(G) - ch.multi_axis_rope_matrix(np.array(p), omega)).max() < 1e-12
+        assert (
+            np.abs(expm(G) - ch.multi_axis_rope_matrix(np.array(p), omega)).max()
+            < 1e-12
+        )
 
 
 # --- the vision encoder's 2-D RoPE ------------------------------------------------------------
+
 
 def test_vision_rope_of_qwen2vl_is_axial_rope_rows_first():
     from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig
@@ -543,6 +678,7 @@ def test_vision_rope_of_qwen2vl_is_axial_rope_rows_first():
 
 # --- the exercise checks reject wrong answers and accept right ones ------------------------
 
+
 def axial_good(x, xy, base=100.0):
     x, xy = np.asarray(x, float), np.asarray(xy, float)
     d = x.shape[1]
@@ -550,8 +686,12 @@ def axial_good(x, xy, base=100.0):
         raise ValueError("d must be a multiple of 4")
     out = np.empty_like(x)
     for row in range(len(x)):
-        out[row, : d // 2] = ch05.rope_matrix(xy[row, 0], d // 2, base) @ x[row, : d // 2]
-        out[row, d // 2:] = ch05.rope_matrix(xy[row, 1], d // 2, base) @ x[row, d // 2:]
+        out[row, : d // 2] = (
+            ch05.rope_matrix(xy[row, 0], d // 2, base) @ x[row, : d // 2]
+        )
+        out[row, d // 2 :] = (
+            ch05.rope_matrix(xy[row, 1], d // 2, base) @ x[row, d // 2 :]
+        )
     return out
 
 
@@ -576,8 +716,12 @@ def test_check_axial_rope(capsys):
     assert "All 8 checks passed." in capsys.readouterr().out
     ch.check_axial_rope(axial_float32)  # float32 answers pass
     wrong = {
-        "swapped": lambda x, xy, base=100.0: axial_good(x, np.asarray(xy)[:, ::-1], base),
-        "wrong way": lambda x, xy, base=100.0: axial_good(x, -np.asarray(xy, float), base),
+        "swapped": lambda x, xy, base=100.0: axial_good(
+            x, np.asarray(xy)[:, ::-1], base
+        ),
+        "wrong way": lambda x, xy, base=100.0: axial_good(
+            x, -np.asarray(xy, float), base
+        ),
         "dimension d": lambda x, xy, base=100.0: _axial_full_d(x, xy, base),
         "default base is 10 000": lambda x, xy, base=10000.0: axial_good(x, xy, base),
     }
@@ -629,8 +773,14 @@ def image_good(start, grid, merge=2):
     t, h, w = grid
     if h % merge or w % merge:
         raise ValueError("h and w must be multiples of the merge size")
-    ids = np.array([[start + f, start + r, start + c] for f in range(t)
-                    for r in range(h // merge) for c in range(w // merge)]).T
+    ids = np.array(
+        [
+            [start + f, start + r, start + c]
+            for f in range(t)
+            for r in range(h // merge)
+            for c in range(w // merge)
+        ]
+    ).T
     return ids, int(ids.max()) + 1
 
 
@@ -639,15 +789,26 @@ def test_check_image_position_ids(capsys):
     assert "All 19 checks passed." in capsys.readouterr().out
     wrong = {
         "merge was forgotten": lambda s, g, m=2: image_good(s, g, 1),
-        "swapped": lambda s, g, m=2: (image_good(s, g, m)[0][[0, 2, 1]],
-                                      image_good(s, g, m)[1]),
-        "off by one": lambda s, g, m=2: (image_good(s, g, m)[0], image_good(s, g, m)[1] + 1),
-        "largest id itself": lambda s, g, m=2: (image_good(s, g, m)[0],
-                                                image_good(s, g, m)[1] - 1),
+        "swapped": lambda s, g, m=2: (
+            image_good(s, g, m)[0][[0, 2, 1]],
+            image_good(s, g, m)[1],
+        ),
+        "off by one": lambda s, g, m=2: (
+            image_good(s, g, m)[0],
+            image_good(s, g, m)[1] + 1,
+        ),
+        "largest id itself": lambda s, g, m=2: (
+            image_good(s, g, m)[0],
+            image_good(s, g, m)[1] - 1,
+        ),
         "number of tokens": lambda s, g, m=2: (
-            image_good(s, g, m)[0], s + image_good(s, g, m)[0].shape[1]),
+            image_good(s, g, m)[0],
+            s + image_good(s, g, m)[0].shape[1],
+        ),
         "rule of transformers 5": lambda s, g, m=2: (
-            image_good(s, g, m)[0], s + max(g[1], g[2]) // m),
+            image_good(s, g, m)[0],
+            s + max(g[1], g[2]) // m,
+        ),
         "without spatial_merge_size, use 2": lambda s, g, m=1: image_good(s, g, m),
     }
     for hint, candidate in wrong.items():
@@ -671,14 +832,19 @@ def test_check_image_position_ids(capsys):
 
 # --- the kernels and maps the figures draw, against closed forms -------------------------
 
+
 def test_cosine_kernel_and_offsets_by_hand():
     d = 8
     theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # default base
     delta = np.array([0.0, 1.0, -3.0, 17.5])
     expected = np.cos(delta[:, None] * theta).sum(-1)
     np.testing.assert_allclose(ch.cosine_kernel(delta, d), expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(ch.cosine_kernel(2.0, 4, base=100.0),
-                               np.cos(2.0) + np.cos(0.2), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        ch.cosine_kernel(2.0, 4, base=100.0),
+        np.cos(2.0) + np.cos(0.2),
+        rtol=0,
+        atol=1e-12,
+    )
     p = np.array([[0.0, 1.0], [3.0, -2.0], [5.0, 5.0]])
     got = ch.offsets(p)
     assert got.shape == (3, 3, 2)
@@ -688,8 +854,9 @@ def test_cosine_kernel_and_offsets_by_hand():
         ch.offsets(np.arange(3.0))
 
 
-@pytest.mark.parametrize("height, width, query", [(5, 7, (2, 3)), (4, 6, (0, 0)),
-                                                  (6, 3, (2, 5))])
+@pytest.mark.parametrize(
+    "height, width, query", [(5, 7, (2, 3)), (4, 6, (0, 0)), (6, 3, (2, 5))]
+)
 def test_query_score_maps_closed_forms(height, width, query):
     d, angle = 16, 0.5  # the defaults are d = 64, angle = 0.5; d = 16 keeps it small
     maps = ch.query_score_maps(height, width, query, d)
@@ -702,10 +869,12 @@ def test_query_score_maps_closed_forms(height, width, query):
         return np.cos(delta[..., None] * base ** (-4 * j / d)).sum(-1)
 
     # q = k = (1, 0, 1, 0, ...): every score is a sum of cosines of the angle differences
-    np.testing.assert_allclose(maps["2-D sinusoidal"], kernel(dx, 1e4) + kernel(dy, 1e4),
-                               atol=1e-10, rtol=0)
-    np.testing.assert_allclose(maps["axial RoPE"], kernel(dx, 100.0) + kernel(dy, 100.0),
-                               atol=1e-10, rtol=0)
+    np.testing.assert_allclose(
+        maps["2-D sinusoidal"], kernel(dx, 1e4) + kernel(dy, 1e4), atol=1e-10, rtol=0
+    )
+    np.testing.assert_allclose(
+        maps["axial RoPE"], kernel(dx, 100.0) + kernel(dy, 100.0), atol=1e-10, rtol=0
+    )
     magnitude = 10.0 ** (-4 * j / d)
     mixed = sum(
         np.cos(magnitude[:, None, None] * (np.cos(a) * dx + np.sin(a) * dy)).sum(0)
@@ -721,13 +890,17 @@ def test_query_score_maps_defaults():
     assert maps["axial RoPE"][2, 1] == pytest.approx(32.0)  # the query with itself: d/2
     other = ch.query_score_maps(3, 4, (1, 2), d=64, angle=0.5)
     assert all(np.array_equal(maps[k], other[k]) for k in maps)
-    assert not np.allclose(maps["mixed RoPE"],
-                           ch.query_score_maps(3, 4, (1, 2), d=64, angle=0.0)["mixed RoPE"])
-    assert not np.allclose(maps["axial RoPE"],
-                           ch.query_score_maps(3, 4, (1, 2), d=32)["axial RoPE"] * 2)
+    assert not np.allclose(
+        maps["mixed RoPE"],
+        ch.query_score_maps(3, 4, (1, 2), d=64, angle=0.0)["mixed RoPE"],
+    )
+    assert not np.allclose(
+        maps["axial RoPE"], ch.query_score_maps(3, 4, (1, 2), d=32)["axial RoPE"] * 2
+    )
 
 
 # --- the tiny Qwen2-VL keeps its promises -------------------------------------------------
+
 
 def test_tiny_qwen2vl_is_the_promised_model(tiny):
     model = tiny[2]  # default mrope_section (2, 3, 3)
@@ -741,9 +914,19 @@ def test_tiny_qwen2vl_is_the_promised_model(tiny):
     assert tiny[1].config.vision_config.spatial_merge_size == 1
     assert not model.training
     # the token ids transformers_inputs writes are the ones the config declares
-    inputs = ch.transformers_inputs([("text", 2), ("image", (1, 2, 4)), ("text", 1),
-                                     ("video", (2, 2, 2)), ("text", 1)])
-    ids, types = inputs["input_ids"][0].tolist(), inputs["mm_token_type_ids"][0].tolist()
+    inputs = ch.transformers_inputs(
+        [
+            ("text", 2),
+            ("image", (1, 2, 4)),
+            ("text", 1),
+            ("video", (2, 2, 2)),
+            ("text", 1),
+        ]
+    )
+    ids, types = (
+        inputs["input_ids"][0].tolist(),
+        inputs["mm_token_type_ids"][0].tolist(),
+    )
     assert ids.count(model.config.image_token_id) == 2 == types.count(1)
     assert ids.count(model.config.video_token_id) == 2 == types.count(2)
     assert inputs["image_grid_thw"].tolist() == [[1, 2, 4]]
@@ -775,7 +958,9 @@ def test_mrope_on_text_is_chapter6_rope(dtype):
     x = torch.randn(2, 3, 7, 16, generator=generator).to(dtype)
     positions = torch.randint(0, 5000, (2, 7), generator=generator)
     ids = positions.expand(3, 2, 7)
-    expected = ch06.apply_rope_halves(x.float() if dtype == torch.bfloat16 else x, positions)
+    expected = ch06.apply_rope_halves(
+        x.float() if dtype == torch.bfloat16 else x, positions
+    )
     for sections in ([2, 3, 3], [8, 0, 0], [1, 1, 6]):
         got = ch.apply_mrope(x, ids, sections, angle_dtype=torch.float32)
         assert got.dtype == dtype
@@ -789,32 +974,75 @@ def test_mrope_on_text_is_chapter6_rope(dtype):
         else:
             bound = ch.rotation_bound(x, 0.0)
             assert torch.all((got.double() - expected.double()).abs() <= bound)
-    assert torch.equal(ch.apply_mrope(x, ids, [2, 3, 3], base=500.0),  # same tensors,
-                       ch.apply_mrope(x, ids, [4, 2, 2], base=500.0))  # same operations
+    assert torch.equal(
+        ch.apply_mrope(x, ids, [2, 3, 3], base=500.0),  # same tensors,
+        ch.apply_mrope(x, ids, [4, 2, 2], base=500.0),
+    )  # same operations
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: ch.multi_axis_rope(np.zeros((3, 8)), np.zeros((2, 2)), ch.axial_frequencies(8)),
-     "x must be"),
-    (lambda: ch.multi_axis_rope(np.zeros((2, 12)), np.zeros((2, 2)), ch.axial_frequencies(8)),
-     "x must be"),
-    (lambda: ch.multi_axis_rope(np.zeros(8), np.zeros((1, 2)), ch.axial_frequencies(8)),
-     "x must be"),
-    (lambda: ch.multi_axis_rope_matrix(np.zeros((2, 2)), ch.axial_frequencies(8)),
-     "one position"),
-    (lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.zeros((0, 2))), "omegas must have"),
-    (lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.zeros(4)), "omegas must have"),
-    (lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.full((2, 2), np.nan)), "finite"),
-    (lambda: ch.mixed_frequencies(8, float("inf")), "angle must be"),
-    (lambda: ch.mixed_frequencies(8, [0.1, 0.2]), "angle must be"),
-    (lambda: ch.score_map(np.ones(8), np.ones(8), ch.axial_frequencies(8), 0), "radius"),
-    (lambda: ch.offset_spread(np.zeros((3, 4)), ch.grid_positions(2, 2)), "scores must be"),
-    (lambda: ch.grid_shift_error(np.zeros((12, 4)), 3, 3, (1, 0)), "codes must be"),
-    (lambda: ch.grid_shift_error(np.zeros((100, 4)), 10, 10, (0, 0)), "not both 0"),
-    (lambda: ch.grid_shift_error(np.zeros((100, 4)), 10, 10, (-1, 1)), "non-negative"),
-    (lambda: ch.grid_shift_error(np.random.default_rng(0).normal(size=(9, 8)), 3, 3, (1, 1)),
-     "too small"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: ch.multi_axis_rope(
+                np.zeros((3, 8)), np.zeros((2, 2)), ch.axial_frequencies(8)
+            ),
+            "x must be",
+        ),
+        (
+            lambda: ch.multi_axis_rope(
+                np.zeros((2, 12)), np.zeros((2, 2)), ch.axial_frequencies(8)
+            ),
+            "x must be",
+        ),
+        (
+            lambda: ch.multi_axis_rope(
+                np.zeros(8), np.zeros((1, 2)), ch.axial_frequencies(8)
+            ),
+            "x must be",
+        ),
+        (
+            lambda: ch.multi_axis_rope_matrix(
+                np.zeros((2, 2)), ch.axial_frequencies(8)
+            ),
+            "one position",
+        ),
+        (
+            lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.zeros((0, 2))),
+            "omegas must have",
+        ),
+        (
+            lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.zeros(4)),
+            "omegas must have",
+        ),
+        (
+            lambda: ch.multi_axis_angles(np.zeros((1, 2)), np.full((2, 2), np.nan)),
+            "finite",
+        ),
+        (lambda: ch.mixed_frequencies(8, float("inf")), "angle must be"),
+        (lambda: ch.mixed_frequencies(8, [0.1, 0.2]), "angle must be"),
+        (
+            lambda: ch.score_map(np.ones(8), np.ones(8), ch.axial_frequencies(8), 0),
+            "radius",
+        ),
+        (
+            lambda: ch.offset_spread(np.zeros((3, 4)), ch.grid_positions(2, 2)),
+            "scores must be",
+        ),
+        (lambda: ch.grid_shift_error(np.zeros((12, 4)), 3, 3, (1, 0)), "codes must be"),
+        (lambda: ch.grid_shift_error(np.zeros((100, 4)), 10, 10, (0, 0)), "not both 0"),
+        (
+            lambda: ch.grid_shift_error(np.zeros((100, 4)), 10, 10, (-1, 1)),
+            "non-negative",
+        ),
+        (
+            lambda: ch.grid_shift_error(
+                np.random.default_rng(0).normal(size=(9, 8)), 3, 3, (1, 1)
+            ),
+            "too small",
+        ),
+    ],
+)
 def test_more_bad_input_raises(call, message):
     with pytest.raises(ValueError, match=message):
         call()
@@ -834,14 +1062,25 @@ def test_mixed_frequencies_by_hand():
     second = np.stack([-theta * np.sin(0.3), theta * np.cos(0.3)], 1)  # turned by +pi/2
     # float64: cos(0.3 + pi/2) against -sin(0.3) differs by the rounding of the sum and
     # of the two functions (each a few 1e-16); a wrong direction is off by O(1)
-    np.testing.assert_allclose(ch.mixed_frequencies(8, 0.3), np.vstack([first, second]),
-                               atol=1e-14, rtol=0)
-    np.testing.assert_allclose(ch.axial_frequencies(8),  # default base 100
-                               [[1, 0], [0.1, 0], [0, 1], [0, 0.1]], atol=1e-15, rtol=0)
+    np.testing.assert_allclose(
+        ch.mixed_frequencies(8, 0.3), np.vstack([first, second]), atol=1e-14, rtol=0
+    )
+    np.testing.assert_allclose(
+        ch.axial_frequencies(8),  # default base 100
+        [[1, 0], [0.1, 0], [0, 1], [0, 0.1]],
+        atol=1e-15,
+        rtol=0,
+    )
 
 
-@pytest.mark.parametrize("x", [torch.zeros(2, 4, 16), torch.zeros(1, 1, 4, 16, dtype=torch.long),
-                               np.zeros((1, 1, 4, 16))])
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.zeros(2, 4, 16),
+        torch.zeros(1, 1, 4, 16, dtype=torch.long),
+        np.zeros((1, 1, 4, 16)),
+    ],
+)
 def test_apply_mrope_rejects_what_is_not_a_floating_4d_tensor(x):
     with pytest.raises(ValueError, match="x must be a floating tensor"):
         ch.apply_mrope(x, torch.zeros(3, 1, 4, dtype=torch.long), [2, 3, 3])
@@ -854,16 +1093,22 @@ def test_tiny_qwen2vl_default_merge_is_two():
 def shift_error_by_cells(codes, height, width, dx, dy):
     """Independent reference: cells listed by (x, y), an affine least-squares fit."""
     cell = {(x, y): codes[y * width + x] for y in range(height) for x in range(width)}
-    pairs = [(cell[x, y], cell[x + dx, y + dy]) for y in range(height - dy)
-             for x in range(width - dx)]
+    pairs = [
+        (cell[x, y], cell[x + dx, y + dy])
+        for y in range(height - dy)
+        for x in range(width - dx)
+    ]
     source = np.array([np.append(s, 1.0) for s, _ in pairs])
     target = np.array([t for _, t in pairs])
     fit = np.linalg.lstsq(source, target, rcond=None)[0]
-    return np.linalg.norm(source @ fit - target) / np.linalg.norm(target - target.mean(0))
+    return np.linalg.norm(source @ fit - target) / np.linalg.norm(
+        target - target.mean(0)
+    )
 
 
-@pytest.mark.parametrize("height, width, delta", [(6, 9, (1, 0)), (9, 6, (0, 2)),
-                                                  (7, 8, (2, 1))])
+@pytest.mark.parametrize(
+    "height, width, delta", [(6, 9, (1, 0)), (9, 6, (0, 2)), (7, 8, (2, 1))]
+)
 def test_grid_shift_error_on_non_square_grids(height, width, delta):
     xy = ch.grid_positions(height, width)
     codes = ch.rotary_code(xy, ch.axial_frequencies(8))
@@ -886,7 +1131,10 @@ def test_tiny_qwen25vl_is_the_promised_model(tiny25):
     assert vision.tokens_per_second == 2 and vision.spatial_merge_size == 2
     assert text.num_hidden_layers == 1 and text.hidden_size == 4 * 16
     assert list(text.rope_parameters["mrope_section"]) == [2, 3, 3]
-    assert ch.tiny_qwen25vl(tokens_per_second=5).config.vision_config.tokens_per_second == 5
+    assert (
+        ch.tiny_qwen25vl(tokens_per_second=5).config.vision_config.tokens_per_second
+        == 5
+    )
     assert not tiny25.training
 
 
@@ -928,9 +1176,12 @@ def test_grid_shift_error_is_chapter2s_test_on_separable_codes(shift):
     assert ours == pytest.approx(theirs, rel=1e-9) and ours > 1e-3
 
 
-@pytest.mark.parametrize("name, forbidden", [
-    ("check_axial_rope", ("_axial_reference",)),
-])
+@pytest.mark.parametrize(
+    "name, forbidden",
+    [
+        ("check_axial_rope", ("_axial_reference",)),
+    ],
+)
 def test_checks_hold_expected_values(name, forbidden) -> None:
     """The student edition shows each check's source: it must not compute the
     answer."""

@@ -184,8 +184,13 @@ def test_eager_and_into_equal_transformers_in_float32(seed, B, Hq, Hk, T, h):
 
 
 @SETTINGS
-@given(seed=seeds, Hq=st.integers(1, 3), Hk=st.integers(1, 3), T=st.integers(1, 7),
-       h=half_dims)
+@given(
+    seed=seeds,
+    Hq=st.integers(1, 3),
+    Hk=st.integers(1, 3),
+    T=st.integers(1, 7),
+    h=half_dims,
+)
 def test_eager_and_into_within_bound_in_bfloat16(seed, Hq, Hk, T, h):
     q, k = random_qk(seed, 1, Hq, Hk, T, 2 * h, torch.bfloat16)
     (q_hf, k_hf), cos, sin = hf_rope(q, k)
@@ -200,8 +205,13 @@ def test_eager_and_into_within_bound_in_bfloat16(seed, Hq, Hk, T, h):
 
 
 @SETTINGS
-@given(seed=seeds, Hq=st.integers(1, 4), T=st.integers(1, 9), h=half_dims,
-       dtype=st.sampled_from([torch.float32, torch.float64, torch.bfloat16]))
+@given(
+    seed=seeds,
+    Hq=st.integers(1, 4),
+    T=st.integers(1, 9),
+    h=half_dims,
+    dtype=st.sampled_from([torch.float32, torch.float64, torch.bfloat16]),
+)
 def test_flipped_spelling_equals_rotate_halves_bit_for_bit(seed, Hq, T, h, dtype):
     """The compiled kernel's eager spelling makes rotate_halves' roundings exactly."""
     q, _ = random_qk(seed, 2, Hq, 1, T, 2 * h, dtype)
@@ -234,12 +244,16 @@ def test_compiled_equals_transformers(compiled, dtype):
     if compiled.kernel is None:
         assert compiled.note.startswith(("torch.compile failed", "the compiled kernel"))
         pytest.skip(f"torch.compile left out on this machine: {compiled.note}")
-    q, k = random_qk(11, 2, 3, 1, 5, 8, dtype)  # grouped-query: 3 query heads, 1 key head
+    q, k = random_qk(
+        11, 2, 3, 1, 5, 8, dtype
+    )  # grouped-query: 3 query heads, 1 key head
     (q_hf, k_hf), cos, sin = hf_rope(q, k)
     q_c, k_c = ch.rope_qk_compiled(q, k, cos, sin, compiled.kernel)
     assert q_c.dtype == dtype and q_c.shape == q.shape and k_c.shape == k.shape
     if FORCED_CAPABILITY:
-        pytest.skip("ATEN_CPU_CAPABILITY forced: the compiler's output is not held here")
+        pytest.skip(
+            "ATEN_CPU_CAPABILITY forced: the compiler's output is not held here"
+        )
     if dtype == torch.float32 and ch.contraction_off():
         # transformers' products and sums on the same tables, no fused multiply-add
         assert torch.equal(q_c, q_hf) and torch.equal(k_c, k_hf)
@@ -272,14 +286,18 @@ def test_a_kernel_that_disagrees_is_left_out():
         q_rot, k_rot = ch.rope_qk_kernel(q, k, cos, sin)
         return q_rot * 1.1, k_rot  # 10 %: far outside the bound in any dtype
 
-    result = ch.compile_rope_kernel(compiler=lambda function, **options: off_by_a_little)
+    result = ch.compile_rope_kernel(
+        compiler=lambda function, **options: off_by_a_little
+    )
     assert result.kernel is None and "differs from transformers" in result.note
-    bench = ch.rope_benchmark((1, 2, 5, 8), repeats=1, warmup=0,
-                              compiled=off_by_a_little)
+    bench = ch.rope_benchmark(
+        (1, 2, 5, 8), repeats=1, warmup=0, compiled=off_by_a_little
+    )
     assert ch.COMPILED not in {r.name for r in bench.rows}
     assert bench.excluded[ch.COMPILED].startswith("q differs from transformers")
-    bench = ch.rope_benchmark((1, 2, 5, 8), torch.bfloat16, repeats=1, warmup=0,
-                              compiled=off_by_a_little)
+    bench = ch.rope_benchmark(
+        (1, 2, 5, 8), torch.bfloat16, repeats=1, warmup=0, compiled=off_by_a_little
+    )
     assert "farther from transformers" in bench.excluded[ch.COMPILED]
 
 
@@ -289,8 +307,12 @@ def test_an_exact_compiler_stand_in_is_accepted():
 
 
 @SETTINGS
-@given(seed=seeds, T=st.integers(1, 7), h=half_dims,
-       dtype=st.sampled_from([torch.float32, torch.bfloat16]))
+@given(
+    seed=seeds,
+    T=st.integers(1, 7),
+    h=half_dims,
+    dtype=st.sampled_from([torch.float32, torch.bfloat16]),
+)
 def test_complex_form_on_interleaved_pairs_within_bound(seed, T, h, dtype):
     q, k = random_qk(seed, 2, 2, 1, T, 2 * h, dtype)
     (q_hf, k_hf), cos, sin = hf_rope(q, k)
@@ -383,12 +405,22 @@ def test_into_rejects_bad_buffers():
         ch.rope_qk_into(q, k, cos, sin, torch.empty_like(q), k.double())
     with pytest.raises(ValueError, match="scratch must have shape"):
         ch.rope_qk_into(
-            q, k, cos, sin, torch.empty_like(q), torch.empty_like(k),
+            q,
+            k,
+            cos,
+            sin,
+            torch.empty_like(q),
+            torch.empty_like(k),
             torch.empty(1, 1, 4, 3),
         )
     with pytest.raises(ValueError, match="scratch must have shape"):
         ch.rope_qk_into(
-            q, k, cos, sin, torch.empty_like(q), torch.empty_like(k),
+            q,
+            k,
+            cos,
+            sin,
+            torch.empty_like(q),
+            torch.empty_like(k),
             torch.empty(1, 2, 4, 3, dtype=torch.float64),
         )
 
@@ -461,29 +493,50 @@ def test_candidates_are_the_eight_ways():
     candidates = ch.rope_candidates(q, k, compiled=ch.rope_qk_kernel)  # a stand-in
     names = [c.name for c in candidates]
     assert names[0] == ch.TRANSFORMERS and len(names) == 7 == len(set(names))
-    flags = {c.name: (c.exact, c.out_of_place, c.layout, c.ours, c.own_tables)
-             for c in candidates}
+    flags = {
+        c.name: (c.exact, c.out_of_place, c.layout, c.ours, c.own_tables)
+        for c in candidates
+    }
     assert flags[ch.TRANSFORMERS] == (True, True, "halves", False, False)
     assert flags["Ch. 6 apply_rope_halves"] == (False, True, "halves", True, True)
     assert flags["rope_complex_meta (interleaved)"] == (
-        False, True, "interleaved", True, False)
+        False,
+        True,
+        "interleaved",
+        True,
+        False,
+    )
     assert flags["rope_complex_meta + conversions"] == (
-        False, True, "halves", True, False)
+        False,
+        True,
+        "halves",
+        True,
+        False,
+    )
     assert flags["rope_qk_into (out=, no allocation)"] == (
-        True, False, "halves", True, False)
+        True,
+        False,
+        "halves",
+        True,
+        False,
+    )
     assert flags[ch.COMPILED] == (ch.contraction_off(), True, "halves", True, False)
     assert len(ch.rope_candidates(q, k)) == 6  # no compiled kernel given
     reference = ch.rope_candidates(q, k)[0].run()
-    expected = {ch.TRANSFORMERS: "exact", "Ch. 6 apply_rope_halves": "4u+tables",
-                "rope_complex_meta (interleaved)": "4u",
-                "rope_complex_meta + conversions": "4u"}
+    expected = {
+        ch.TRANSFORMERS: "exact",
+        "Ch. 6 apply_rope_halves": "4u+tables",
+        "rope_complex_meta (interleaved)": "4u",
+        "rope_complex_meta + conversions": "4u",
+    }
     for c in candidates:
         assert ch.verify_candidate(c, q, k, reference) == expected.get(c.name, "exact")
     qb, kb = q.to(torch.bfloat16), k.to(torch.bfloat16)
     reference = ch.rope_candidates(qb, kb)[0].run()
     for c in ch.rope_candidates(qb, kb, compiled=ch.rope_qk_kernel):
         assert ch.verify_candidate(c, qb, kb, reference) == (
-            "4u+tables" if c.own_tables else "4u")
+            "4u+tables" if c.own_tables else "4u"
+        )
 
 
 def test_verify_candidate_catches_wrong_answers():
@@ -504,8 +557,9 @@ def test_verify_candidate_catches_wrong_answers():
     # 1e-6 is outside 4u(1+u)(...) here but inside the own-tables bound's 8u term
     pair = bound(k) / (4 * 2.0**-24 * (1 + 2.0**-24))
     step = (8 * 2.0**-24 * pair).float()
-    loose = ch.Candidate("tables", lambda: (q_hf, k_hf + step), exact=False,
-                         own_tables=True)
+    loose = ch.Candidate(
+        "tables", lambda: (q_hf, k_hf + step), exact=False, own_tables=True
+    )
     assert ch.verify_candidate(loose, q, k, reference) == "4u+tables"
     strict = ch.Candidate("strict", lambda: (q_hf, k_hf + step), exact=False)
     with pytest.raises(AssertionError, match="strict: k is farther"):
@@ -535,8 +589,9 @@ def test_time_calls_interleaves_and_counts():
     ch.time_calls(calls)  # defaults: 2 warm-up rounds, 7 repeats
     assert order == ["a", "b"] * 9
     synced = []
-    ch.time_calls({"a": lambda: None}, repeats=2, warmup=0,
-                  sync=lambda: synced.append(1))
+    ch.time_calls(
+        {"a": lambda: None}, repeats=2, warmup=0, sync=lambda: synced.append(1)
+    )
     assert len(synced) == 4  # before and after every call
     with pytest.raises(ValueError, match="repeats"):
         ch.time_calls(calls, repeats=0)
@@ -576,8 +631,9 @@ def test_page_faults_and_keep_freed_memory():
 
 
 def row(name, ratio, ours=True, out_of_place=True, exact=True, check="exact"):
-    return ch.BenchRow(name, ratio, ratio * 0.9, ratio * 1.1, 0.0, check,
-                       out_of_place, exact, ours)
+    return ch.BenchRow(
+        name, ratio, ratio * 0.9, ratio * 1.1, 0.0, check, out_of_place, exact, ours
+    )
 
 
 def test_format_table_shows_ratio_spread_check_and_faults():
@@ -602,8 +658,9 @@ def test_bench_cells_feed_both_the_text_and_the_html_table():
 
 
 def test_rope_benchmark_verifies_then_times_on_a_tiny_shape():
-    result = ch.rope_benchmark((1, 2, 6, 8), torch.float32, repeats=2, warmup=0,
-                               compiled=ch.rope_qk_kernel)  # an eager stand-in
+    result = ch.rope_benchmark(
+        (1, 2, 6, 8), torch.float32, repeats=2, warmup=0, compiled=ch.rope_qk_kernel
+    )  # an eager stand-in
     rows = result.rows
     names = [r.name for r in rows]
     assert names[:3] == [ch.CLONE, ch.COPY, ch.TRANSFORMERS] and len(rows) == 9
@@ -630,9 +687,24 @@ def test_scaling_sweep_reports_bytes_and_times():
 def test_bench_rope_smoke():
     """bookkit/measure/bench_rope.py on a tiny shape: every pair verified, the last line's form."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bookkit.measure.bench_rope",
-         "--shape", "1", "2", "6", "8", "--repeats", "1", "--warmup", "0"],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "bookkit.measure.bench_rope",
+            "--shape",
+            "1",
+            "2",
+            "6",
+            "8",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
@@ -641,37 +713,56 @@ def test_bench_rope_smoke():
         r"speedup_vs_transformers=\d+\.\d\d",
         lines[-1],
     ), lines[-1]
-    verified = re.search(r"verified against transformers before timing: (\d+) of (\d+)",
-                         proc.stdout)
+    verified = re.search(
+        r"verified against transformers before timing: (\d+) of (\d+)", proc.stdout
+    )
     assert verified and verified[1] == verified[2] and int(verified[1]) >= 5 * 10
     assert "median of 5 runs (target <= 1.15)" in proc.stdout
     too_few = subprocess.run(
         [sys.executable, "-m", "bookkit.measure.bench_rope", "--runs", "4"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert too_few.returncode == 2 and "at least 5" in too_few.stderr
 
 
 def test_bench_rope_judges_at_the_median():
-    fp32 = [row(ch.CLONE, 1.0, ours=False, check="bound"),
-            row(ch.TRANSFORMERS, 7.0, ours=False), row("complex", 0.9, exact=False),
-            row("into", 0.5, out_of_place=False), row("slow", 3.0), row("fast", 1.4)]
+    fp32 = [
+        row(ch.CLONE, 1.0, ours=False, check="bound"),
+        row(ch.TRANSFORMERS, 7.0, ours=False),
+        row("complex", 0.9, exact=False),
+        row("into", 0.5, out_of_place=False),
+        row("slow", 3.0),
+        row("fast", 1.4),
+    ]
     bf16 = [row("fast", 1.25), row("slow", 1.2), row("complex", 0.3, exact=False)]
     assert bench_rope.fastest_ours(fp32).name == "fast"
     summary = bench_rope.run_summary(fp32, bf16, ch.TRANSFORMERS)
-    assert summary == {"fastest_fp32": 1.4, "fastest_bf16": 1.2,
-                       "speedup_vs_transformers": 5.0}
+    assert summary == {
+        "fastest_fp32": 1.4,
+        "fastest_bf16": 1.2,
+        "speedup_vs_transformers": 5.0,
+    }
     runs = [dict(summary, fastest_fp32=r) for r in (1.0, 1.3, 1.1, 2.0, 1.12)]
     median = bench_rope.median_summary(runs)
     assert median["fastest_fp32"] == 1.12  # one slow or fast run does not decide
     assert bench_rope.summary_line(median) == (
-        "fastest_fp32=1.12 fastest_bf16=1.20 speedup_vs_transformers=5.00")
+        "fastest_fp32=1.12 fastest_bf16=1.20 speedup_vs_transformers=5.00"
+    )
     lines = bench_rope.verdict(median, 5)
     assert [line.split(": ")[-1] for line in lines] == ["met", "met", "met"]
-    at_target = {"fastest_fp32": 1.16, "fastest_bf16": 1.3,
-                 "speedup_vs_transformers": 4.99}
+    at_target = {
+        "fastest_fp32": 1.16,
+        "fastest_bf16": 1.3,
+        "speedup_vs_transformers": 4.99,
+    }
     assert [v.split(": ")[-1] for v in bench_rope.verdict(at_target, 5)] == [
-        "MISSED", "met", "MISSED"]
+        "MISSED",
+        "met",
+        "MISSED",
+    ]
 
 
 def test_the_chapter_holds_no_target():
@@ -733,8 +824,9 @@ def test_check_rope_inplace_expected_values_are_transformers_rotation():
         cos, sin = ch.rope_tables(shape[2], shape[3])
         wide = torch.cat((cos, cos), -1)[None], torch.cat((sin, sin), -1)[None]
         want, _ = apply_rotary_pos_emb(x, x, *wide)
-        gap = (torch.tensor(expected, dtype=torch.float64).reshape(shape)
-               - want.double()).abs()
+        gap = (
+            torch.tensor(expected, dtype=torch.float64).reshape(shape) - want.double()
+        ).abs()
         assert bool((gap <= ch.inplace_bound(x)).all())
 
 
@@ -784,16 +876,23 @@ def test_check_rope_inplace_names_the_mistakes():
 
     check_fails(overwrites_first, "looks like the first half was overwritten")
     check_fails(wrong_way, "looks like both signs flipped")
-    message = check_fails(first_sign, "looks like one sign flipped: the first half",
-                          "at [0, 0, 1, 0]")  # position 0 is the identity
+    message = check_fails(
+        first_sign, "looks like one sign flipped: the first half", "at [0, 0, 1, 0]"
+    )  # position 0 is the identity
     assert "expected: -0.9825 at [0, 0, 1, 0]" not in message
-    check_fails(second_sign, "looks like one sign flipped: the second half",
-                "at [0, 0, 1, 2]")
-    check_fails(full_copy, "no tensor larger than half of x", "a full-size buffer",
-                "32 elements (clone)")
+    check_fails(
+        second_sign, "looks like one sign flipped: the second half", "at [0, 0, 1, 2]"
+    )
+    check_fails(
+        full_copy,
+        "no tensor larger than half of x",
+        "a full-size buffer",
+        "32 elements (clone)",
+    )
     check_fails(new_tensor, "returns x itself", "a new tensor")
     check_fails(no_check, "odd head_dim", "a ValueError", "no error")
     check_fails(library_error, "odd head_dim", "a ValueError", "RuntimeError")
+
     def float32_copy(x, cos, sin):  # bfloat16: a float32 copy of all of x
         if x.dtype == torch.bfloat16:
             x.copy_(inplace_reference(x.float(), cos.float(), sin.float()))
@@ -802,7 +901,9 @@ def test_check_rope_inplace_names_the_mistakes():
 
     check_fails(float32_copy, "bfloat16, (1, 2, 3, 6): no tensor larger than half")
     with pytest.raises(NotImplementedError):
-        ch.check_rope_inplace(lambda x, c, s: (_ for _ in ()).throw(NotImplementedError))
+        ch.check_rope_inplace(
+            lambda x, c, s: (_ for _ in ()).throw(NotImplementedError)
+        )
 
 
 # --- the Triton kernel ------------------------------------------------------------------
@@ -835,14 +936,20 @@ def test_pass_costs_lists_each_operation_with_its_traffic():
     costs = ch.pass_costs((1, 2, 6, 8), torch.float32, repeats=3, warmup=0)
     # traffic counted here, in tensors the size of x read or written once
     assert [(c.name, c.traffic) for c in costs] == [
-        ("x.clone()", 2), ("x * cos, whole tensors", 2), ("x + y, whole tensors", 3),
-        ("-x2, x2 a strided half-view", 1), ("cat of two halves", 2),
-        ("x1 * cos, x1 a strided half-view", 1), ("x1 * cos, x1 a contiguous half", 1),
+        ("x.clone()", 2),
+        ("x * cos, whole tensors", 2),
+        ("x + y, whole tensors", 3),
+        ("-x2, x2 a strided half-view", 1),
+        ("cat of two halves", 2),
+        ("x1 * cos, x1 a strided half-view", 1),
+        ("x1 * cos, x1 a contiguous half", 1),
         ("x1 - x2, contiguous halves", 1.5),
     ]
     assert costs[0].used_by == "the bound" and costs[0].ratios == [1.0, 1.0, 1.0]
     assert all(len(c.ratios) == 3 and min(c.ratios) > 0 for c in costs)
-    assert ch.pass_costs((1, 1, 4, 4), torch.bfloat16, repeats=1, warmup=0)[0].ratios == [1.0]
+    assert ch.pass_costs((1, 1, 4, 4), torch.bfloat16, repeats=1, warmup=0)[
+        0
+    ].ratios == [1.0]
 
 
 def test_ratio_text_is_median_and_range():
@@ -863,13 +970,22 @@ def test_compiled_controls_with_an_exact_stand_in():
     q, k = random_qk(6, 1, 2, 2, 5, 8)
     cos, sin = ch.rope_tables(5, 8)
     ratios, left_out = ch.compiled_controls(
-        q, k, cos, sin, ch.rope_qk_kernel, compiler=lambda f, **options: f,
-        repeats=2, warmup=0,
+        q,
+        k,
+        cos,
+        sin,
+        ch.rope_qk_kernel,
+        compiler=lambda f, **options: f,
+        repeats=2,
+        warmup=0,
     )
     assert not left_out
     assert list(ratios) == [
-        ch.CLONE, "compiled copy (dynamic shapes)", "kernel without tables, this shape only",
-        "kernel, this shape only (dynamic=False)", "the kernel (dynamic shapes)",
+        ch.CLONE,
+        "compiled copy (dynamic shapes)",
+        "kernel without tables, this shape only",
+        "kernel, this shape only (dynamic=False)",
+        "the kernel (dynamic shapes)",
     ]
     assert ratios[ch.CLONE] == [1.0, 1.0] and all(len(r) == 2 for r in ratios.values())
 
@@ -885,15 +1001,22 @@ def test_compiled_controls_leave_out_failures_and_wrong_results():
             return function
         return lambda *args: tuple(t + 1 for t in function(*args))  # a wrong copy
 
-    ratios, left_out = ch.compiled_controls(q, k, cos, sin, ch.rope_qk_kernel,
-                                            compiler=flaky, repeats=1, warmup=0)
-    assert set(left_out) == {"compiled copy (dynamic shapes)",
-                             "kernel, this shape only (dynamic=False)"}
+    ratios, left_out = ch.compiled_controls(
+        q, k, cos, sin, ch.rope_qk_kernel, compiler=flaky, repeats=1, warmup=0
+    )
+    assert set(left_out) == {
+        "compiled copy (dynamic shapes)",
+        "kernel, this shape only (dynamic=False)",
+    }
     assert left_out["kernel, this shape only (dynamic=False)"].startswith(
-        "RuntimeError: InvalidCxxCompiler")
+        "RuntimeError: InvalidCxxCompiler"
+    )
     assert "differs" in left_out["compiled copy (dynamic shapes)"]
-    assert set(ratios) == {ch.CLONE, "kernel without tables, this shape only",
-                           "the kernel (dynamic shapes)"}
+    assert set(ratios) == {
+        ch.CLONE,
+        "kernel without tables, this shape only",
+        "the kernel (dynamic shapes)",
+    }
 
 
 def test_transformers_rope_path_names_the_python_body(monkeypatch):
@@ -922,9 +1045,8 @@ def test_pass_costs_runs_on_the_threads_asked_and_restores_them(monkeypatch):
     with pytest.raises(ValueError, match="threads"):
         ch.pass_costs((1, 1, 4, 4), threads=0)
 
+
 # ------------------------------------------------------ exercise checks
-
-
 
 
 def rope_in_place(x, cos, sin):
@@ -945,7 +1067,8 @@ def test_ex_11_2_literals_are_the_rotation_in_float64() -> None:
         x = ch.grid_input(shape, torch.float64)
         d = shape[-1]
         angles = torch.arange(shape[2], dtype=torch.float64)[:, None] * 10000.0 ** (
-            -torch.arange(0, d, 2, dtype=torch.float64) / d)
+            -torch.arange(0, d, 2, dtype=torch.float64) / d
+        )
         x1, x2 = x[..., : d // 2], x[..., d // 2 :]
         c, s = angles.cos(), angles.sin()
         want = torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), -1)
@@ -975,7 +1098,12 @@ def test_ex_11_2_right_answers_pass_and_the_named_mistakes_fail(capsys) -> None:
         x[..., h:] = x[..., h:] * cos - saved * sin
         return x
 
-    message = fails(check, second_sign, "Exercise 11.2", "looks like one sign flipped",
-                    "the second half")
+    message = fails(
+        check,
+        second_sign,
+        "Exercise 11.2",
+        "looks like one sign flipped",
+        "the second half",
+    )
     # position 0 is the identity: the first difference shown is at position 1
     assert re.search(r"at \[0, 0, [1-9]", message), message

@@ -65,7 +65,7 @@ def logit_bound(q, k, q_bound, k_bound):
     """|q.k - q'.k'| for |q - q'| <= q_bound and |k - k'| <= k_bound entrywise, summed
     over the last axis (the sum itself in float64: its rounding is negligible)."""
     qa, ka = q.double().abs(), k.double().abs()
-    return (qa @ k_bound.mT + q_bound @ ka.mT + q_bound @ k_bound.mT)
+    return qa @ k_bound.mT + q_bound @ ka.mT + q_bound @ k_bound.mT
 
 
 def permutation(d: int) -> torch.Tensor:
@@ -171,19 +171,29 @@ def test_gqa_logits_against_an_explicit_loop() -> None:
         raw_k = (X @ W_k[kv * head_dim : (kv + 1) * head_dim].T)[None, None]
         q = hf_rope(raw_q, torch.arange(T)[None])[0, 0].double()  # float32
         k = hf_rope(raw_k, torch.arange(T)[None])[0, 0].double()
-        limit = logit_bound(q, k, float32_rope_bound(raw_q, T - 1)[0, 0],
-                            float32_rope_bound(raw_k, T - 1)[0, 0])
+        limit = logit_bound(
+            q,
+            k,
+            float32_rope_bound(raw_q, T - 1)[0, 0],
+            float32_rope_bound(raw_k, T - 1)[0, 0],
+        )
         assert bool(((rotated[h] - q @ k.T).abs() <= limit).all())
 
 
 def test_gqa_logits_validates() -> None:
     X = torch.zeros(3, 4)
     with pytest.raises(ValueError, match="W_q"):
-        CH.gqa_logits(torch.zeros(6, 4), torch.zeros(4, 4), X, 4, 2, CH.apply_rope_halves)
+        CH.gqa_logits(
+            torch.zeros(6, 4), torch.zeros(4, 4), X, 4, 2, CH.apply_rope_halves
+        )
     with pytest.raises(ValueError, match="W_k"):
-        CH.gqa_logits(torch.zeros(8, 4), torch.zeros(8, 4), X, 4, 2, CH.apply_rope_halves)
+        CH.gqa_logits(
+            torch.zeros(8, 4), torch.zeros(8, 4), X, 4, 2, CH.apply_rope_halves
+        )
     with pytest.raises(ValueError, match="n_kv_heads"):
-        CH.gqa_logits(torch.zeros(8, 4), torch.zeros(4, 4), X, 4, 3, CH.apply_rope_halves)
+        CH.gqa_logits(
+            torch.zeros(8, 4), torch.zeros(4, 4), X, 4, 3, CH.apply_rope_halves
+        )
 
 
 def test_cos_error_by_position() -> None:
@@ -218,7 +228,11 @@ def test_cos_error_by_position() -> None:
 
 def test_mask_positions() -> None:
     mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1], [0, 1, 1, 1]])
-    assert CH.mask_positions(mask).tolist() == [[0, 0, 0, 1], [0, 1, 2, 3], [0, 0, 1, 2]]
+    assert CH.mask_positions(mask).tolist() == [
+        [0, 0, 0, 1],
+        [0, 1, 2, 3],
+        [0, 0, 1, 2],
+    ]
     assert CH.mask_positions(mask.bool()).tolist()[0] == [0, 0, 0, 1]
     with pytest.raises(ValueError, match="batch, seq_len"):
         CH.mask_positions(torch.tensor([1, 1]))
@@ -240,8 +254,12 @@ def test_full_pass_last_logits_against_transformers() -> None:
     q_b, k_b = 2 * float32_rope_bound(q, 3.0), 2 * float32_rope_bound(k, 3.0)
     limit = logit_bound(q_rot[:, :, -1:], k_rot, q_b[:, :, -1:], k_b)[:, :, 0]
     gamma8 = 8 * U32 / (1 - 8 * U32)
-    limit = limit + 2 * gamma8 * (q_rot[:, :, -1:].double().abs()
-                                  @ k_rot.double().abs().mT)[:, :, 0]
+    limit = (
+        limit
+        + 2
+        * gamma8
+        * (q_rot[:, :, -1:].double().abs() @ k_rot.double().abs().mT)[:, :, 0]
+    )
     assert bool(((got.double() - want.double()).abs() <= limit).all())
     other = CH.full_pass_last_logits(q, k, mask, base=100.0)
     assert not torch.allclose(other, got, atol=1e-3)
@@ -251,27 +269,40 @@ def test_full_pass_last_logits_against_transformers() -> None:
         CH.full_pass_last_logits(q, k, mask[:, 1:])
 
 
-LLAMA31 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
-           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-           "original_max_position_embeddings": 8192}
+LLAMA31 = {
+    "rope_type": "llama3",
+    "rope_theta": 500000.0,
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+}
 
 
 def test_read_with_transformers() -> None:
     params = copy.deepcopy(LLAMA31)
     reading = CH.read_with_transformers(params, 128, 131072)
     assert params == LLAMA31  # the caller's dict is not edited
-    config = LlamaConfig(hidden_size=256, num_attention_heads=2, head_dim=128,
-                         max_position_embeddings=131072,
-                         rope_parameters=copy.deepcopy(LLAMA31))
+    config = LlamaConfig(
+        hidden_size=256,
+        num_attention_heads=2,
+        head_dim=128,
+        max_position_embeddings=131072,
+        rope_parameters=copy.deepcopy(LLAMA31),
+    )
     inv_freq, factor = ROPE_INIT_FUNCTIONS["llama3"](config)
     assert torch.equal(reading["inv_freq"], inv_freq)
     assert reading["attention_factor"] == factor == 1.0
     assert reading["error"] is None and reading["logged"] == []
-    yarn = CH.read_with_transformers({"rope_type": "yarn", "factor": 4.0,
-                                      "original_max_position_embeddings": 64}, 16, 256)
+    yarn = CH.read_with_transformers(
+        {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64},
+        16,
+        256,
+    )
     assert yarn["attention_factor"] == pytest.approx(0.1 * math.log(4.0) + 1)
-    default = CH.read_with_transformers({"rope_type": "default", "rope_theta": 100.0},
-                                        4, 64)
+    default = CH.read_with_transformers(
+        {"rope_type": "default", "rope_theta": 100.0}, 4, 64
+    )
     assert torch.allclose(default["inv_freq"], torch.tensor([1.0, 0.1]))
     library = logging.getLogger("transformers")
     handlers, level = library.handlers[:], library.level
@@ -280,7 +311,9 @@ def test_read_with_transformers() -> None:
     assert "factor" in half["logged"][0] and half["error"] is None
     missing = {k: v for k, v in LLAMA31.items() if k != "low_freq_factor"}
     broken = CH.read_with_transformers(missing, 128, 131072)
-    assert broken["error"].startswith("KeyError") and "low_freq_factor" in broken["error"]
+    assert (
+        broken["error"].startswith("KeyError") and "low_freq_factor" in broken["error"]
+    )
     assert broken["inv_freq"] is None and broken["attention_factor"] is None
     with pytest.raises(TypeError, match="dict"):
         CH.read_with_transformers([("rope_type", "linear")], 8, 64)
@@ -316,11 +349,13 @@ def test_dynamic_inv_freq_closed_form(seq_len) -> None:
     assert got.shape == (8,)
     # float32 against float64: relative error <= (ln b' + 6)u < 1.2e-6 for the bases
     # b' <= 3e5 here; rtol 1e-5 stays far below the effects tested (factors of 2)
-    assert torch.allclose(got.double(), closed_form_dynamic(16, 1e4, 2.0, 64, seq_len),
-                          rtol=1e-5)
+    assert torch.allclose(
+        got.double(), closed_form_dynamic(16, 1e4, 2.0, 64, seq_len), rtol=1e-5
+    )
     other = CH.dynamic_inv_freq(32, 500.0, 4.0, 100, seq_len)
-    assert torch.allclose(other.double(), closed_form_dynamic(32, 500.0, 4.0, 100,
-                                                              seq_len), rtol=1e-5)
+    assert torch.allclose(
+        other.double(), closed_form_dynamic(32, 500.0, 4.0, 100, seq_len), rtol=1e-5
+    )
 
 
 def test_dynamic_inv_freq_validates() -> None:
@@ -331,8 +366,9 @@ def test_dynamic_inv_freq_validates() -> None:
         with pytest.raises(ValueError, match="head_dim"):
             CH.dynamic_inv_freq(bad, 1e4, 2.0, 64, 10)
     smallest = CH.dynamic_inv_freq(4, 1e4, 2.0, 64, 128)  # s_eff = 3, base 1e4 * 9
-    assert torch.allclose(smallest.double(), torch.tensor([1.0, 90000.0**-0.5],
-                                                          dtype=torch.float64))
+    assert torch.allclose(
+        smallest.double(), torch.tensor([1.0, 90000.0**-0.5], dtype=torch.float64)
+    )
 
 
 def test_rope_with_inv_freq() -> None:
@@ -345,10 +381,12 @@ def test_rope_with_inv_freq() -> None:
     assert got.dtype == torch.float64
     limit = float32_rope_bound(x, 2000.0)  # transformers in float32, angles <= 2000
     assert bool(((got - want.double()).abs() <= limit).all())
-    pair = CH.rope_with_inv_freq(torch.tensor([[0.0, 1.0]]), torch.tensor([2]),
-                                 torch.tensor([0.5]))
-    assert torch.allclose(pair, torch.tensor([[-math.sin(1.0), math.cos(1.0)]],
-                                             dtype=torch.float64))
+    pair = CH.rope_with_inv_freq(
+        torch.tensor([[0.0, 1.0]]), torch.tensor([2]), torch.tensor([0.5])
+    )
+    assert torch.allclose(
+        pair, torch.tensor([[-math.sin(1.0), math.cos(1.0)]], dtype=torch.float64)
+    )
     with pytest.raises(ValueError, match="inv_freq"):
         CH.rope_with_inv_freq(x, positions, inv_freq[:3])
     with pytest.raises(ValueError, match="positions"):
@@ -364,18 +402,42 @@ def test_tiny_llama_is_seeded_and_leaves_the_global_generator_alone() -> None:
     wa, wb, wc = (m.model.layers[0].self_attn.q_proj.weight for m in (a, b, c))
     assert torch.equal(wa, wb) and not torch.equal(wa, wc)
     config = a.config
-    assert (config.head_dim, config.num_attention_heads, config.num_key_value_heads,
-            config.max_position_embeddings) == (16, 4, 2, 8192)
+    assert (
+        config.head_dim,
+        config.num_attention_heads,
+        config.num_key_value_heads,
+        config.max_position_embeddings,
+    ) == (16, 4, 2, 8192)
     assert config.rope_parameters["rope_theta"] == 10000.0
     assert not a.training and wa.dtype == torch.float32
-    assert (config.num_hidden_layers, config.hidden_size, config.vocab_size,
-            config.intermediate_size) == (1, 64, 64, 128)
+    assert (
+        config.num_hidden_layers,
+        config.hidden_size,
+        config.vocab_size,
+        config.intermediate_size,
+    ) == (1, 64, 64, 128)
 
 
 def test_rows_to_halves_hand_case() -> None:
     W = torch.arange(16.0)[:, None]
     assert CH.rows_to_halves(W, 2).flatten().tolist() == [
-        0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15]
+        0,
+        2,
+        4,
+        6,
+        1,
+        3,
+        5,
+        7,
+        8,
+        10,
+        12,
+        14,
+        9,
+        11,
+        13,
+        15,
+    ]
     assert CH.rows_to_halves(W, 1)[:4].flatten().tolist() == [0, 2, 4, 6]
     back = CH.rows_to_halves(W, 2, inverse=True)
     assert back.flatten().tolist()[:8] == [0, 4, 1, 5, 2, 6, 3, 7]
@@ -417,8 +479,12 @@ def test_logits_at_positions_against_transformers() -> None:
     q_b, k_b = 2 * float32_rope_bound(q, 9.0), 2 * float32_rope_bound(k, 9.0)
     limit = logit_bound(q_rot[:, :, -1:], k_rot, q_b[:, :, -1:], k_b)[:, :, 0]
     gamma8 = 8 * U32 / (1 - 8 * U32)
-    limit = limit + 2 * gamma8 * (q_rot[:, :, -1:].double().abs()
-                                  @ k_rot.double().abs().mT)[:, :, 0]
+    limit = (
+        limit
+        + 2
+        * gamma8
+        * (q_rot[:, :, -1:].double().abs() @ k_rot.double().abs().mT)[:, :, 0]
+    )
     assert bool(((got.double() - want.double()).abs() <= limit).all())
     with pytest.raises(ValueError, match="one shape"):
         CH.logits_at_positions(q, k[..., :2, :], positions)
@@ -435,11 +501,14 @@ def test_a_buggy_decoding_step_is_a_full_pass_at_other_ids() -> None:
     for new, shift in (([4, 4], [0, 0]), ([0, 0], [0, 0]), ([2, 4], [2, 4])):
         for b in range(2):
             for h in range(2):
-                keys = [rope_by_hand(rope_by_hand(k[b, h, t], cached[b][t]), shift[b])
-                        for t in range(4)] + [rope_by_hand(k[b, h, 4], new[b])]
+                keys = [
+                    rope_by_hand(rope_by_hand(k[b, h, t], cached[b][t]), shift[b])
+                    for t in range(4)
+                ] + [rope_by_hand(k[b, h, 4], new[b])]
                 by_step = torch.stack(keys) @ rope_by_hand(q[b, h, 4], new[b])
-                ids = torch.tensor([[n + shift[r] for n in cached[r]] + [new[r]]
-                                    for r in range(2)])
+                ids = torch.tensor(
+                    [[n + shift[r] for n in cached[r]] + [new[r]] for r in range(2)]
+                )
                 at_ids = CH.logits_at_positions(q, k, ids)[b, h]
                 # float64 mathematics: rounding about 1e-15, effects of order 1
                 assert torch.allclose(by_step, at_ids, atol=1e-12, rtol=0)
@@ -466,10 +535,14 @@ def test_decode_mistakes_are_what_each_mistake_gives() -> None:
             last_two = torch.empty(2, 2, 2, dtype=torch.float64)
             for b in range(2):
                 for h in range(2):
-                    last_cached = rope_by_hand(rope_by_hand(
-                        k_all[b, h, step - 1], cached[b][-1]), shift[b])
-                    own = (rope_by_hand(k_all[b, h, step], new[b]) if rotate
-                           else k_all[b, h, step])
+                    last_cached = rope_by_hand(
+                        rope_by_hand(k_all[b, h, step - 1], cached[b][-1]), shift[b]
+                    )
+                    own = (
+                        rope_by_hand(k_all[b, h, step], new[b])
+                        if rotate
+                        else k_all[b, h, step]
+                    )
                     query = rope_by_hand(q_all[b, h, step], new[b])
                     last_two[b, h] = torch.stack((query @ last_cached, query @ own))
             found[name] = last_two
@@ -477,11 +550,13 @@ def test_decode_mistakes_are_what_each_mistake_gives() -> None:
                 held = torch.tensor(CH.DECODE_MISTAKES[name][step], dtype=torch.float64)
                 # 12 significant digits of values below 14: within 1e-10
                 assert torch.allclose(held, last_two, atol=1e-9, rtol=0), name
-        want = torch.tensor(CH.DECODE_EXPECTED[step]["logits"], dtype=torch.float64)[..., -2:]
+        want = torch.tensor(CH.DECODE_EXPECTED[step]["logits"], dtype=torch.float64)[
+            ..., -2:
+        ]
         assert torch.allclose(found["right"], want, atol=1e-9, rtol=0)
         names = list(found)
         for i, a in enumerate(names):
-            for b in names[i + 1:]:
+            for b in names[i + 1 :]:
                 gap = (found[a] - found[b]).abs().max().item()
                 same = {a, b} == {CH.DECODE_NO_OFFSET, CH.DECODE_ROTATED_AGAIN}
                 assert gap < 1e-12 if same else gap > 0.05, (a, b, gap)
@@ -503,32 +578,53 @@ def meta_layout_solution(x, position_ids, base=10000.0):
 def test_check_11_1(capsys) -> None:
     passes(CH.check_rope_for_meta_layout, meta_layout_solution, 3, capsys)
     perm = permutation(8)
-    fails(CH.check_rope_for_meta_layout, CH.apply_rope_halves,
-          "case positions 0..5", "the bug of this station", "position_ids")
-    fails(CH.check_rope_for_meta_layout,
-          lambda x, p: CH.apply_rope_halves(x[..., perm], p),
-          "case every token at position 0", "left in split-halves order")
-    fails(CH.check_rope_for_meta_layout,
-          lambda x, p: CH.apply_rope_halves(x[..., torch.argsort(perm)], p)[..., perm],
-          "perm and its inverse are swapped")
+    fails(
+        CH.check_rope_for_meta_layout,
+        CH.apply_rope_halves,
+        "case positions 0..5",
+        "the bug of this station",
+        "position_ids",
+    )
+    fails(
+        CH.check_rope_for_meta_layout,
+        lambda x, p: CH.apply_rope_halves(x[..., perm], p),
+        "case every token at position 0",
+        "left in split-halves order",
+    )
+    fails(
+        CH.check_rope_for_meta_layout,
+        lambda x, p: CH.apply_rope_halves(x[..., torch.argsort(perm)], p)[..., perm],
+        "perm and its inverse are swapped",
+    )
     odd = torch.tensor([1, 3, 5, 7, 0, 2, 4, 6])
-    fails(CH.check_rope_for_meta_layout,
-          lambda x, p: CH.apply_rope_halves(x[..., odd], p)[..., torch.argsort(odd)],
-          "odd coordinates first")
-    fails(CH.check_rope_for_meta_layout, lambda x, p: 2 * meta_layout_solution(x, p),
-          "none of the usual mistakes")
+    fails(
+        CH.check_rope_for_meta_layout,
+        lambda x, p: CH.apply_rope_halves(x[..., odd], p)[..., torch.argsort(odd)],
+        "odd coordinates first",
+    )
+    fails(
+        CH.check_rope_for_meta_layout,
+        lambda x, p: 2 * meta_layout_solution(x, p),
+        "none of the usual mistakes",
+    )
 
 
 def halves_rows(W: torch.Tensor, heads: int) -> torch.Tensor:
     rows, d_in = W.shape
-    return W.reshape(heads, rows // heads // 2, 2, d_in).transpose(1, 2).reshape(
-        rows, d_in)
+    return (
+        W.reshape(heads, rows // heads // 2, 2, d_in)
+        .transpose(1, 2)
+        .reshape(rows, d_in)
+    )
 
 
 def interleaved_rows(W: torch.Tensor, heads: int) -> torch.Tensor:
     rows, d_in = W.shape
-    return W.reshape(heads, 2, rows // heads // 2, d_in).transpose(1, 2).reshape(
-        rows, d_in)
+    return (
+        W.reshape(heads, 2, rows // heads // 2, d_in)
+        .transpose(1, 2)
+        .reshape(rows, d_in)
+    )
 
 
 def convert_solution(weights, n_heads, n_kv_heads):
@@ -549,26 +645,50 @@ def test_check_11_2(capsys) -> None:
             out = convert_solution(weights, n_heads, n_kv_heads)
             out[key] = change(weights, n_heads, n_kv_heads)
             return out
+
         return candidate
 
-    fails(check, with_change("q_proj", lambda w, h, kv: w["q_proj"]),
-          "q_proj copied unchanged", "n_kv_heads = 2")
-    fails(check, with_change("q_proj", lambda w, h, kv: interleaved_rows(w["q_proj"], h)),
-          "q_proj converted the wrong way")
-    fails(check, with_change("k_proj", lambda w, h, kv: w["k_proj"]),
-          "k_proj copied unchanged")
-    fails(check, with_change("k_proj",
-                             lambda w, h, kv: interleaved_rows(w["k_proj"], kv)),
-          "k_proj converted the wrong way")
-    fails(check, with_change("k_proj", lambda w, h, kv: halves_rows(w["k_proj"], h)),
-          "k_proj permuted as n_heads heads")
-    fails(check, with_change("v_proj", lambda w, h, kv: halves_rows(w["v_proj"], kv)),
-          "v_proj permuted")
-    fails(check, with_change(
-        "o_proj", lambda w, h, kv: halves_rows(w["o_proj"].T, h).T),
-        "o_proj's columns permuted")
-    fails(check, with_change("v_proj", lambda w, h, kv: w["v_proj"] + 1),
-          "none of the usual mistakes")
+    fails(
+        check,
+        with_change("q_proj", lambda w, h, kv: w["q_proj"]),
+        "q_proj copied unchanged",
+        "n_kv_heads = 2",
+    )
+    fails(
+        check,
+        with_change("q_proj", lambda w, h, kv: interleaved_rows(w["q_proj"], h)),
+        "q_proj converted the wrong way",
+    )
+    fails(
+        check,
+        with_change("k_proj", lambda w, h, kv: w["k_proj"]),
+        "k_proj copied unchanged",
+    )
+    fails(
+        check,
+        with_change("k_proj", lambda w, h, kv: interleaved_rows(w["k_proj"], kv)),
+        "k_proj converted the wrong way",
+    )
+    fails(
+        check,
+        with_change("k_proj", lambda w, h, kv: halves_rows(w["k_proj"], h)),
+        "k_proj permuted as n_heads heads",
+    )
+    fails(
+        check,
+        with_change("v_proj", lambda w, h, kv: halves_rows(w["v_proj"], kv)),
+        "v_proj permuted",
+    )
+    fails(
+        check,
+        with_change("o_proj", lambda w, h, kv: halves_rows(w["o_proj"].T, h).T),
+        "o_proj's columns permuted",
+    )
+    fails(
+        check,
+        with_change("v_proj", lambda w, h, kv: w["v_proj"] + 1),
+        "none of the usual mistakes",
+    )
 
     def drops_o(weights, n_heads, n_kv_heads):
         out = convert_solution(weights, n_heads, n_kv_heads)
@@ -596,13 +716,17 @@ def test_check_11_2(capsys) -> None:
 
 
 def keep_rope_solution(model):
-    keep = {name: buf.detach().clone() for name, buf in model.named_buffers()
-            if name.endswith("inv_freq")}
+    keep = {
+        name: buf.detach().clone()
+        for name, buf in model.named_buffers()
+        if name.endswith("inv_freq")
+    }
     model.to(dtype=torch.bfloat16)
     for name, buf in keep.items():
         module_name, attribute = name.rsplit(".", 1)
-        model.get_submodule(module_name).register_buffer(attribute, buf,
-                                                         persistent=False)
+        model.get_submodule(module_name).register_buffer(
+            attribute, buf, persistent=False
+        )
     return model
 
 
@@ -624,7 +748,8 @@ def test_check_11_3(capsys) -> None:
     def original_forgotten(model):
         model = keep_rope_solution(model)
         model.model.rotary_emb.original_inv_freq = (
-            model.model.rotary_emb.original_inv_freq.to(torch.bfloat16))
+            model.model.rotary_emb.original_inv_freq.to(torch.bfloat16)
+        )
         return model
 
     fails(check, original_forgotten, "original_inv_freq was cast")
@@ -656,6 +781,7 @@ def test_check_11_4(capsys) -> None:
 
     def variant(position=lambda real, mask: real, rotate=True, rerotate=False):
         """A decoding step written here, with the new token at position(real, mask)."""
+
         def candidate(q_new, k_new, cache, mask, base=10000.0):
             at = position(mask.sum(1, keepdim=True).long(), mask)
             q = CH.apply_rope_halves(q_new, at, base)
@@ -664,28 +790,46 @@ def test_check_11_4(capsys) -> None:
                 cache = CH.apply_rope_halves(cache, at.expand(-1, cache.shape[2]), base)
             keys = torch.cat((cache, k), dim=2)
             return torch.einsum("bhd,bhtd->bht", q[:, :, 0], keys), keys
+
         return candidate
 
-    fails(check, variant(position=lambda r, m: torch.full_like(r, m.shape[1])),
-          "counts the padding", "transformers PR #22382", "step 1", "the cache")
-    fails(check, variant(position=lambda r, m: torch.zeros_like(r)), "no offset",
-          "the cache")
+    fails(
+        check,
+        variant(position=lambda r, m: torch.full_like(r, m.shape[1])),
+        "counts the padding",
+        "transformers PR #22382",
+        "step 1",
+        "the cache",
+    )
+    fails(
+        check,
+        variant(position=lambda r, m: torch.zeros_like(r)),
+        "no offset",
+        "the cache",
+    )
     fails(check, variant(rerotate=True), "rotated again", "the cache")
     fails(check, variant(rotate=False), "appended unrotated", "the cache")
     fails(check, variant(position=lambda r, m: r - 1), "off by one")
     # the same mistakes in float32 are named too
     as32 = variant(position=lambda r, m: torch.zeros_like(r))
-    fails(check, lambda q, k, c, m: as32(q.float(), k.float(), c.float(), m),
-          "no offset")
+    fails(
+        check, lambda q, k, c, m: as32(q.float(), k.float(), c.float(), m), "no offset"
+    )
+
     # logits right at step 1, wrong at step 2 only: the mistake named at step 2
     def late(q_new, k_new, cache, mask, base=10000.0):
         if mask.shape[1] == 5:
             return variant()(q_new, k_new, cache, mask, base)
         return variant(position=lambda r, m: torch.full_like(r, m.shape[1]))(
-            q_new, k_new, cache, mask, base)
+            q_new, k_new, cache, mask, base
+        )
+
     fails(check, late, "counts the padding", "step 2")
-    fails(check, lambda *args: (decode_solution(*args)[0] * 2, decode_solution(*args)[1]),
-          "none of the usual mistakes")
+    fails(
+        check,
+        lambda *args: (decode_solution(*args)[0] * 2, decode_solution(*args)[1]),
+        "none of the usual mistakes",
+    )
     fails(check, variant(), "a mask shorter than the cache", "no error")
 
 
@@ -697,19 +841,24 @@ def parameters_solution(checkpoint, override=None):
         return rope
 
     source = checkpoint.get("rope_parameters") or checkpoint.get("rope_scaling")
-    result = {"rope_type": "default",
-              "rope_theta": checkpoint.get("rope_theta", 10000.0)}
+    result = {
+        "rope_type": "default",
+        "rope_theta": checkpoint.get("rope_theta", 10000.0),
+    }
     result.update(renamed(source))
     extra = renamed(override)
-    if (extra.get("rope_type") not in (None, result["rope_type"])
-            and result["rope_type"] != "default"):
+    if (
+        extra.get("rope_type") not in (None, result["rope_type"])
+        and result["rope_type"] != "default"
+    ):
         raise ValueError(f"checkpoint uses {result['rope_type']}")
     result.update(extra)
     if result.get("factor", 1) < 1:
         raise ValueError("factor below 1")
     if result["rope_type"] in {"yarn", "llama3", "longrope"}:
-        result.setdefault("original_max_position_embeddings",
-                          checkpoint["max_position_embeddings"])
+        result.setdefault(
+            "original_max_position_embeddings", checkpoint["max_position_embeddings"]
+        )
     return result
 
 
@@ -720,24 +869,49 @@ def test_check_11_5(capsys) -> None:
     def edited(change):
         def candidate(checkpoint, override=None):
             return change(parameters_solution(checkpoint, override))
+
         return candidate
 
-    fails(check, edited(lambda p: {k: v for k, v in p.items() if k != "rope_theta"}),
-          "rope_theta was dropped", "case Llama 2")
-    fails(check, edited(lambda p: dict(p, rope_theta=10000.0)),
-          "rope_theta was reset", "Llama 3.1's config.json")
-    fails(check, edited(lambda p: {("type" if k == "rope_type" else k): v
-                                   for k, v in p.items()}), "'type' was kept")
-    fails(check, edited(lambda p: {k: v for k, v in p.items()
-                                   if k != "original_max_position_embeddings"}),
-          "original_max_position_embeddings is missing", "Llama 3.1")
+    fails(
+        check,
+        edited(lambda p: {k: v for k, v in p.items() if k != "rope_theta"}),
+        "rope_theta was dropped",
+        "case Llama 2",
+    )
+    fails(
+        check,
+        edited(lambda p: dict(p, rope_theta=10000.0)),
+        "rope_theta was reset",
+        "Llama 3.1's config.json",
+    )
+    fails(
+        check,
+        edited(
+            lambda p: {("type" if k == "rope_type" else k): v for k, v in p.items()}
+        ),
+        "'type' was kept",
+    )
+    fails(
+        check,
+        edited(
+            lambda p: {
+                k: v for k, v in p.items() if k != "original_max_position_embeddings"
+            }
+        ),
+        "original_max_position_embeddings is missing",
+        "Llama 3.1",
+    )
     fails(check, edited(lambda p: dict(p, extra=1)), "compare key by key")
 
     def accepts_any_override(checkpoint, override=None):
         if override and override.get("factor", 1) < 1:
             raise ValueError("factor below 1")
-        if override and override.get("type") == "dynamic" and "rope_scaling" in (
-                checkpoint) and checkpoint["rope_scaling"]:
+        if (
+            override
+            and override.get("type") == "dynamic"
+            and "rope_scaling" in (checkpoint)
+            and checkpoint["rope_scaling"]
+        ):
             return {"rope_type": "dynamic"}
         return parameters_solution(checkpoint, override)
 
@@ -761,7 +935,7 @@ def dynamic_solution(q, raw_keys, base, factor, max_position_embeddings):
     sin = torch.cat((angles.sin(), angles.sin()), -1)
 
     def rotate_half(x):
-        return torch.cat((-x[..., d // 2:], x[..., : d // 2]), -1)
+        return torch.cat((-x[..., d // 2 :], x[..., : d // 2]), -1)
 
     keys = raw_keys * cos + rotate_half(raw_keys) * sin
     query = q * cos[-1] + rotate_half(q) * sin[-1]
@@ -778,29 +952,53 @@ def test_check_11_6(capsys) -> None:
             now = choose(d, base, factor, length, T)
             keys = CH.rope_with_inv_freq(raw_keys, torch.arange(T), now)
             return keys @ CH.rope_with_inv_freq(q[None], torch.tensor([T - 1]), now)[0]
+
         return candidate
 
-    fails(check, with_freqs(lambda d, b, s, n, T: CH.dynamic_inv_freq(d, b, s, n,
-                                                                      max(T - 1, 1))),
-          "frequencies of length T - 1", "case T = 100")
-    fails(check, with_freqs(lambda d, b, s, n, T: CH.dynamic_inv_freq(d, b, s, n, n)),
-          "the plain RoPE frequencies")
-    fails(check, with_freqs(lambda d, b, s, n, T: (b * s ** (d / (d - 2))) ** (
-        -torch.arange(0, d, 2, dtype=torch.float64) / d)),
-        "factor used as the NTK factor", "case T = 40")
+    fails(
+        check,
+        with_freqs(
+            lambda d, b, s, n, T: CH.dynamic_inv_freq(d, b, s, n, max(T - 1, 1))
+        ),
+        "frequencies of length T - 1",
+        "case T = 100",
+    )
+    fails(
+        check,
+        with_freqs(lambda d, b, s, n, T: CH.dynamic_inv_freq(d, b, s, n, n)),
+        "the plain RoPE frequencies",
+    )
+    fails(
+        check,
+        with_freqs(
+            lambda d, b, s, n, T: (
+                (b * s ** (d / (d - 2)))
+                ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            )
+        ),
+        "factor used as the NTK factor",
+        "case T = 40",
+    )
 
     def rotated_on_insertion(q, raw_keys, base, factor, length):
         T, d = raw_keys.shape
         now = CH.dynamic_inv_freq(d, base, factor, length, T)
-        keys = torch.cat([
-            CH.rope_with_inv_freq(raw_keys[n : n + 1], torch.tensor([n]),
-                                  CH.dynamic_inv_freq(d, base, factor, length, n + 1))
-            for n in range(T)])
+        keys = torch.cat(
+            [
+                CH.rope_with_inv_freq(
+                    raw_keys[n : n + 1],
+                    torch.tensor([n]),
+                    CH.dynamic_inv_freq(d, base, factor, length, n + 1),
+                )
+                for n in range(T)
+            ]
+        )
         return keys @ CH.rope_with_inv_freq(q[None], torch.tensor([T - 1]), now)[0]
 
     fails(check, rotated_on_insertion, "transformers #25104")
-    fails(check, lambda *args: dynamic_solution(*args) + 1.0,
-          "none of the usual mistakes")
+    fails(
+        check, lambda *args: dynamic_solution(*args) + 1.0, "none of the usual mistakes"
+    )
 
     def no_validation(q, raw_keys, base, factor, length):
         if raw_keys.shape[-1] % 2:
@@ -819,10 +1017,14 @@ def test_vllm_dynamic_inv_freq_is_static_ntk() -> None:
     d, base, s = 8, 100.0, 3.0
     got = CH.vllm_dynamic_inv_freq(d, base, s)
     new_base = base * 7.0 ** (8 / 6)  # 3 * 3 - 2 = 7
-    want = torch.tensor([new_base ** (-i / 8) for i in (0, 2, 4, 6)], dtype=torch.float64)
+    want = torch.tensor(
+        [new_base ** (-i / 8) for i in (0, 2, 4, 6)], dtype=torch.float64
+    )
     assert got.dtype == torch.float64 and torch.allclose(got, want, rtol=1e-12)
-    assert torch.equal(CH.vllm_dynamic_inv_freq(d, base, 1.0),
-                       base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
+    assert torch.equal(
+        CH.vllm_dynamic_inv_freq(d, base, 1.0),
+        base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d),
+    )
     for bad in (2, 7, 8.0, True):
         with pytest.raises(ValueError, match="head_dim"):
             CH.vllm_dynamic_inv_freq(bad, base, s)
@@ -849,8 +1051,10 @@ def unhooked(model: torch.nn.Module) -> bool:
 def test_trace_positions_records_what_a_llama_layer_receives_and_applies() -> None:
     model = CH.tiny_llama()
     tokens = torch.tensor([[5, 6, 7, 8, 9]])
-    originals = (modeling_llama.apply_rotary_pos_emb,
-                 modeling_llama.ALL_ATTENTION_FUNCTIONS)
+    originals = (
+        modeling_llama.apply_rotary_pos_emb,
+        modeling_llama.ALL_ATTENTION_FUNCTIONS,
+    )
     trace = CH.trace_positions(model, input_ids=tokens)
     assert modeling_llama.apply_rotary_pos_emb is originals[0]
     assert modeling_llama.ALL_ATTENTION_FUNCTIONS is originals[1]
@@ -903,16 +1107,21 @@ def test_recording_attention_records_and_passes_everything_through() -> None:
         return query @ key.mT + attention_mask, None
 
     seen = []
-    wrapped = CH._RecordingAttention(Registry(eager=eager),
-                                     lambda *args: seen.append(args))
+    wrapped = CH._RecordingAttention(
+        Registry(eager=eager), lambda *args: seen.append(args)
+    )
     q, k, mask = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4), torch.zeros(3, 3)
-    for attention in (wrapped["eager"], wrapped.get_interface("eager", None),
-                      wrapped.get_interface("other", eager)):
+    for attention in (
+        wrapped["eager"],
+        wrapped.get_interface("eager", None),
+        wrapped.get_interface("other", eager),
+    ):
         out, _ = attention("layer", q, k, None, mask)
         assert torch.equal(out, q @ k.mT)
     assert out is not None and len(seen) == 3
-    assert all(a[0] == "layer" and a[1] is q and a[2] is k and a[3] is mask
-               for a in seen)
+    assert all(
+        a[0] == "layer" and a[1] is q and a[2] is k and a[3] is mask for a in seen
+    )
     wrapped.get_interface("eager", None)("layer", q, k, None, attention_mask=mask)
     assert seen[-1][3] is mask  # the mask given by keyword
     assert wrapped.valid_keys() == ["eager"]  # everything else is the registry's
@@ -935,10 +1144,20 @@ def tiny_llama4() -> torch.nn.Module:
     chunks of 8), layer 3 has no position code and scales its queries (floor_scale 4,
     attn_scale 0.1)."""
     config = Llama4TextConfig(
-        vocab_size=64, hidden_size=64, intermediate_size=64, intermediate_size_mlp=64,
-        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-        num_local_experts=2, attention_chunk_size=8, no_rope_layers=[1, 1, 1, 0],
-        floor_scale=4, attn_scale=0.1)
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=64,
+        intermediate_size_mlp=64,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        num_local_experts=2,
+        attention_chunk_size=8,
+        no_rope_layers=[1, 1, 1, 0],
+        floor_scale=4,
+        attn_scale=0.1,
+    )
     with torch.random.fork_rng():
         torch.manual_seed(0)
         return Llama4TextModel(config).eval()
@@ -950,13 +1169,17 @@ def test_trace_positions_on_llama4s_complex_table_and_nope_layer() -> None:
     trace = CH.trace_positions(model, input_ids=torch.arange(3, 23)[None])
     assert modeling_llama4.apply_rotary_emb is original and unhooked(model)
     assert list(trace.layers) == [f"layers.{i}.self_attn" for i in range(4)]
-    rotary, nope = trace.layers["layers.0.self_attn"], trace.layers["layers.3.self_attn"]
+    rotary, nope = (
+        trace.layers["layers.0.self_attn"],
+        trace.layers["layers.3.self_attn"],
+    )
     assert rotary.table.is_complex() and len(rotary.rotated) == 2
     assert nope.table is not None and not nope.rotated  # receives a table, applies none
     # interleaved pairs at m * inv_freq (transformers' own float32 inv_freq): float32
     # product, cos and sin, the rotation and the fit within (4 |angle| + 32) u
     angles = torch.arange(20.0, dtype=torch.float64)[:, None] * (
-        model.rotary_emb.inv_freq.double())
+        model.rotary_emb.inv_freq.double()
+    )
     for before, after in rotary.rotated:
         fit = CH.applied_rotation(before, after, layout="interleaved")
         gap = torch.remainder(fit.angles - angles + math.pi, 2 * math.pi) - math.pi
@@ -965,22 +1188,31 @@ def test_trace_positions_on_llama4s_complex_table_and_nope_layer() -> None:
     assert CH.applied_rotation(*rotary.rotated[0]).layout == "interleaved"
     # the NoPE layer's queries: transformers' temperature, written out here
     scale, misfit = CH.query_scale(nope)
-    ref = torch.tensor([1 + 0.1 * math.log(math.floor((m + 1) / 4) + 1)
-                        for m in range(20)], dtype=torch.float64)
+    ref = torch.tensor(
+        [1 + 0.1 * math.log(math.floor((m + 1) / 4) + 1) for m in range(20)],
+        dtype=torch.float64,
+    )
     assert misfit < 1e-10 and (scale - ref).abs().max() < 64 * U32
     # a rotating layer's query is not a scaled projection
     assert CH.query_scale(rotary)[1] > 1e-3
     assert CH.query_scale(CH.LayerRecord(index=0)) is None
     with pytest.raises(ValueError, match=r"not a \(cos, sin\) pair"):
-        CH.table_errors(trace, {name: exact_tables(torch.arange(20), 16, 5e5)
-                                for name in trace.layers})
+        CH.table_errors(
+            trace,
+            {name: exact_tables(torch.arange(20), 16, 5e5) for name in trace.layers},
+        )
     # with a batch of two, the complex table has length 2: still no (cos, sin) pair
-    pair = CH.trace_positions(model, input_ids=torch.arange(3, 23).repeat(2, 1),
-                              position_ids=torch.arange(20).repeat(2, 1))
+    pair = CH.trace_positions(
+        model,
+        input_ids=torch.arange(3, 23).repeat(2, 1),
+        position_ids=torch.arange(20).repeat(2, 1),
+    )
     assert len(pair.layers["layers.0.self_attn"].table) == 2
     with pytest.raises(ValueError, match=r"not a \(cos, sin\) pair"):
-        CH.table_errors(pair, {name: exact_tables(torch.arange(20), 16, 5e5)
-                               for name in pair.layers})
+        CH.table_errors(
+            pair,
+            {name: exact_tables(torch.arange(20), 16, 5e5) for name in pair.layers},
+        )
 
 
 def rotate(kind: str, x: torch.Tensor, angles: torch.Tensor, a: float = 1.0):
@@ -989,24 +1221,32 @@ def rotate(kind: str, x: torch.Tensor, angles: torch.Tensor, a: float = 1.0):
     if kind == "llama4":
         freqs = (a * torch.polar(torch.ones_like(angles), angles))[None]
         out, _ = modeling_llama4.apply_rotary_emb(
-            x.transpose(1, 2), x.transpose(1, 2), freqs.to(torch.complex64))
+            x.transpose(1, 2), x.transpose(1, 2), freqs.to(torch.complex64)
+        )
         return out.transpose(1, 2)
     if kind == "cohere2":
         pair = angles.repeat_interleave(2, -1)[None]
-        return modeling_cohere2.apply_rotary_pos_emb(x, x, a * pair.cos(),
-                                                     a * pair.sin())[0]
+        return modeling_cohere2.apply_rotary_pos_emb(
+            x, x, a * pair.cos(), a * pair.sin()
+        )[0]
     if kind == "deepseek":
         return modeling_deepseek_v3.apply_rotary_pos_emb_interleave(
-            x, x, a * half.cos(), a * half.sin())[0]
+            x, x, a * half.cos(), a * half.sin()
+        )[0]
     return modeling_llama.apply_rotary_pos_emb(x, x, a * half.cos(), a * half.sin())[0]
 
 
 @settings(max_examples=25, deadline=None)
-@given(kind=st.sampled_from(["llama", "cohere2", "deepseek", "llama4"]),
-       half=st.integers(2, 16), base=st.floats(100.0, 1e6),
-       a=st.sampled_from([1.0, 1.2]), seed=st.integers(0, 1000))
-def test_applied_rotation_recovers_transformers_rotations(kind, half, base, a,
-                                                          seed) -> None:
+@given(
+    kind=st.sampled_from(["llama", "cohere2", "deepseek", "llama4"]),
+    half=st.integers(2, 16),
+    base=st.floats(100.0, 1e6),
+    a=st.sampled_from([1.0, 1.2]),
+    seed=st.integers(0, 1000),
+)
+def test_applied_rotation_recovers_transformers_rotations(
+    kind, half, base, a, seed
+) -> None:
     d = 2 * half
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(2, 3, 9, d, generator=g)
@@ -1014,8 +1254,12 @@ def test_applied_rotation_recovers_transformers_rotations(kind, half, base, a,
     inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     angles = positions[:, None] * inv_freq
     fit = CH.applied_rotation(x, rotate(kind, x, angles.float(), a))
-    layout = {"llama": "halves", "cohere2": "interleaved",
-              "deepseek": "interleaved to halves", "llama4": "interleaved"}[kind]
+    layout = {
+        "llama": "halves",
+        "cohere2": "interleaved",
+        "deepseek": "interleaved to halves",
+        "llama4": "interleaved",
+    }[kind]
     assert fit.layout == layout and fit.misfit < 1e-10
     # angles rounded to float32 here (u |angle|), then cos and sin, the rotation and
     # the fit: (4 |angle| + 32) u, as Chapter 13's angle_tolerance
@@ -1032,14 +1276,24 @@ def test_applied_rotation_of_a_partial_width_and_the_layouts_by_hand() -> None:
     after[..., :4] = rotate("llama", x[..., :4], angles)
     fit = CH.applied_rotation(x, after, width=4)
     assert fit.layout == "halves"
-    assert (torch.remainder(fit.angles - angles.double() + math.pi, 2 * math.pi)
-            - math.pi).abs().max() < 1e-5
+    assert (
+        torch.remainder(fit.angles - angles.double() + math.pi, 2 * math.pi) - math.pi
+    ).abs().max() < 1e-5
     # pair j of width 6: input and output coordinates, written out
-    assert [t.tolist() for t in CH.pair_indices("halves", 6)] == [[0, 1, 2], [3, 4, 5]] * 2
+    assert [t.tolist() for t in CH.pair_indices("halves", 6)] == [
+        [0, 1, 2],
+        [3, 4, 5],
+    ] * 2
     assert [t.tolist() for t in CH.pair_indices("interleaved", 6)] == [
-        [0, 2, 4], [1, 3, 5]] * 2
+        [0, 2, 4],
+        [1, 3, 5],
+    ] * 2
     assert [t.tolist() for t in CH.pair_indices("interleaved to halves", 6)] == [
-        [0, 2, 4], [1, 3, 5], [0, 1, 2], [3, 4, 5]]
+        [0, 2, 4],
+        [1, 3, 5],
+        [0, 1, 2],
+        [3, 4, 5],
+    ]
     assert CH.PAIRINGS == ("halves", "interleaved", "interleaved to halves")
 
 
@@ -1072,21 +1326,26 @@ def test_tracer_rejects_bad_input() -> None:
 def test_reference_tables_and_bounds_by_hand() -> None:
     cos, sin = CH.reference_tables(torch.tensor([0, 2]), 4, 100.0, factor=2.0)
     # positions 0 and 1 after scaling; theta = (1, 0.1), split halves repeat them
-    assert torch.allclose(cos[1], torch.tensor([math.cos(1), math.cos(0.1)] * 2,
-                                               dtype=torch.float64))
-    assert torch.allclose(sin[1], torch.tensor([math.sin(1), math.sin(0.1)] * 2,
-                                               dtype=torch.float64))
+    assert torch.allclose(
+        cos[1], torch.tensor([math.cos(1), math.cos(0.1)] * 2, dtype=torch.float64)
+    )
+    assert torch.allclose(
+        sin[1], torch.tensor([math.sin(1), math.sin(0.1)] * 2, dtype=torch.float64)
+    )
     assert torch.equal(cos[0], torch.ones(4, dtype=torch.float64))
     u = 2.0**-24
     table = (10 * (math.log(100) + 7) + 4) * u
     assert CH.table_bound(10.0, 100.0) == pytest.approx(table)
     assert CH.applied_bound(10.0, 100.0) == pytest.approx(
-        math.pi / 2 * (math.sqrt(2) * table + 5 * u))
+        math.pi / 2 * (math.sqrt(2) * table + 5 * u)
+    )
 
 
 def gemma_references(positions):
-    return {"layers.0.self_attn": exact_tables(positions, 16, 10_000.0),
-            "layers.1.self_attn": exact_tables(positions, 16, 1_000_000.0, 8.0)}
+    return {
+        "layers.0.self_attn": exact_tables(positions, 16, 10_000.0),
+        "layers.1.self_attn": exact_tables(positions, 16, 1_000_000.0, 8.0),
+    }
 
 
 def test_tiny_gemma3_has_one_table_per_layer_type() -> None:
@@ -1095,8 +1354,9 @@ def test_tiny_gemma3_has_one_table_per_layer_type() -> None:
     trace = CH.trace_positions(model, input_ids=torch.arange(1, 13)[None])
     right = gemma_references(torch.arange(12))
     bounds = (CH.table_bound(11.0, 1e6), CH.applied_bound(11.0, 1e6))
-    for errors, bound in zip((CH.table_errors(trace, right),
-                              CH.applied_errors(trace, right)), bounds):
+    for errors, bound in zip(
+        (CH.table_errors(trace, right), CH.applied_errors(trace, right)), bounds
+    ):
         assert max(errors.values()) <= bound
     swapped = dict(zip(right, reversed(right.values())))
     for errors in (CH.table_errors(trace, swapped), CH.applied_errors(trace, swapped)):
@@ -1106,8 +1366,13 @@ def test_tiny_gemma3_has_one_table_per_layer_type() -> None:
     m, n = torch.arange(12)[:, None], torch.arange(12)[None, :]
     for name, window in (("layers.0.self_attn", 8), ("layers.1.self_attn", 12)):
         mask = trace.layers[name].mask
-        seen = (torch.ones(12, 12, dtype=torch.bool).tril() if mask is None else
-                mask[0, 0] if mask.dtype == torch.bool else mask[0, 0] == 0)
+        seen = (
+            torch.ones(12, 12, dtype=torch.bool).tril()
+            if mask is None
+            else mask[0, 0]
+            if mask.dtype == torch.bool
+            else mask[0, 0] == 0
+        )
         assert torch.equal(seen, (n <= m) & (m - n < window)), name
     with pytest.raises(ValueError, match="no reference table"):
         CH.table_errors(trace, {"layers.0.self_attn": right["layers.0.self_attn"]})
@@ -1123,17 +1388,20 @@ def test_planted_bugs_are_caught_by_what_layers_receive_and_apply(monkeypatch) -
     right = CH.trace_positions(model, input_ids=tokens)
 
     def global_table(module, args, kwargs):  # the station's bug
-        return args, dict(kwargs, position_embeddings=right.layers[
-            "layers.1.self_attn"].table)
+        return args, dict(
+            kwargs, position_embeddings=right.layers["layers.1.self_attn"].table
+        )
 
-    handle = model.layers[0].self_attn.register_forward_pre_hook(global_table,
-                                                                 with_kwargs=True)
+    handle = model.layers[0].self_attn.register_forward_pre_hook(
+        global_table, with_kwargs=True
+    )
     try:
         port = CH.trace_positions(model, input_ids=tokens)
     finally:
         handle.remove()
-    for errors, bound in zip((CH.table_errors(port, references),
-                              CH.applied_errors(port, references)), bounds):
+    for errors, bound in zip(
+        (CH.table_errors(port, references), CH.applied_errors(port, references)), bounds
+    ):
         assert errors["layers.0.self_attn"] > 0.5
         assert errors["layers.1.self_attn"] <= bound
     # a port that rotates the other way (sin negated) from the right table: only what
@@ -1148,6 +1416,7 @@ def test_planted_bugs_are_caught_by_what_layers_receive_and_apply(monkeypatch) -
     assert modeling_gemma3.apply_rotary_pos_emb is turns_back
     assert max(CH.table_errors(backwards, references).values()) <= bounds[0]
     assert min(CH.applied_errors(backwards, references).values()) > 0.5
+
     # a port that scales its rotated queries by 1 + 0.01 t (token t): the angles are
     # right, the largest relative amplitude error is 0.11, at the last token
     def grows(q, k, cos, sin, unsqueeze_dim=1):
@@ -1167,8 +1436,9 @@ def test_planted_bugs_are_caught_by_what_layers_receive_and_apply(monkeypatch) -
 
 
 def test_layout_inputs_match_the_grids() -> None:
-    inputs = CH.layout_inputs([("text", 2), ("video", (4, 2, 2)), ("text", 1),
-                               ("image", (1, 4, 6))])
+    inputs = CH.layout_inputs(
+        [("text", 2), ("video", (4, 2, 2)), ("text", 1), ("image", (1, 4, 6))]
+    )
     assert inputs["input_ids"].tolist() == [[3, 3, 91, 91, 91, 91, 3] + [90] * 6]
     assert inputs["mm_token_type_ids"].tolist() == [[0, 0, 2, 2, 2, 2, 0] + [1] * 6]
     assert inputs["video_grid_thw"].tolist() == [[4, 2, 2]]
@@ -1186,10 +1456,14 @@ def qwen():
 def test_transformers_resumes_text_after_a_video_at_m_plus_max_hw(qwen) -> None:
     """The station's premise, in the installed transformers: the prompt's text after a
     4x2x2 video resumes at 2 + max(1, 1) = 3, rope_deltas at the largest id + 1."""
-    ids, deltas = qwen.get_rope_index(**CH.layout_inputs(
-        [("text", 2), ("video", (4, 2, 2)), ("text", 2)]))
-    assert ids[:, 0].tolist() == [[0, 1, 2, 3, 4, 5, 3, 4], [0, 1, 2, 2, 2, 2, 3, 4],
-                                  [0, 1, 2, 2, 2, 2, 3, 4]]
+    ids, deltas = qwen.get_rope_index(
+        **CH.layout_inputs([("text", 2), ("video", (4, 2, 2)), ("text", 2)])
+    )
+    assert ids[:, 0].tolist() == [
+        [0, 1, 2, 3, 4, 5, 3, 4],
+        [0, 1, 2, 2, 2, 2, 3, 4],
+        [0, 1, 2, 2, 2, 2, 3, 4],
+    ]
     assert deltas.tolist() == [[-2]]
 
 
@@ -1244,13 +1518,20 @@ def mrope_by_rule(segments, merge=2, resume="max + 1"):
         t, h, w = size
         if h % merge or w % merge:
             raise ValueError(f"grid {size}: h and w must be multiples of merge {merge}")
-        span = [(start + a, start + b, start + c) for a in range(t)
-                for b in range(h // merge) for c in range(w // merge)]
+        span = [
+            (start + a, start + b, start + c)
+            for a in range(t)
+            for b in range(h // merge)
+            for c in range(w // merge)
+        ]
         rows += span
         largest = max(max(r) for r in span)
-        start = {"max + 1": largest + 1, "max": largest,
-                 "spatial": start + max(h // merge, w // merge),
-                 "counted": start + len(span)}[resume]
+        start = {
+            "max + 1": largest + 1,
+            "max": largest,
+            "spatial": start + max(h // merge, w // merge),
+            "counted": start + len(span),
+        }[resume]
     ids = torch.tensor(rows, dtype=torch.long).T
     return ids, int(ids.max()) + 1 - ids.shape[1]
 
@@ -1267,22 +1548,39 @@ def test_check_12_7(capsys) -> None:
         return mrope_by_rule(segments, merge, "spatial")
 
     fails(check, spatial, "transformers 5's rule", "text 2, video 4x2x2")
-    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0].tolist(),
-                                     mrope_solution(s, merge)[1]),
-          "a torch.long tensor")
-    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0],
-                                     -mrope_solution(s, merge)[1]),
-          "sign flipped", "text 3, image")
-    fails(check, lambda s, merge=2: (mrope_solution(s, merge)[0],
-                                     mrope_solution(s, merge)[1] - 1),
-          "from the largest id")
+    fails(
+        check,
+        lambda s, merge=2: (
+            mrope_solution(s, merge)[0].tolist(),
+            mrope_solution(s, merge)[1],
+        ),
+        "a torch.long tensor",
+    )
+    fails(
+        check,
+        lambda s, merge=2: (mrope_solution(s, merge)[0], -mrope_solution(s, merge)[1]),
+        "sign flipped",
+        "text 3, image",
+    )
+    fails(
+        check,
+        lambda s, merge=2: (
+            mrope_solution(s, merge)[0],
+            mrope_solution(s, merge)[1] - 1,
+        ),
+        "from the largest id",
+    )
 
     def off_by_one(segments, merge=2):
         return mrope_by_rule(segments, merge, "max")
 
     fails(check, off_by_one, "off by one")
-    fails(check, lambda s, merge=2: mrope_by_rule(s, merge, "counted"),
-          "counted like text", "text 3, image")
+    fails(
+        check,
+        lambda s, merge=2: mrope_by_rule(s, merge, "counted"),
+        "counted like text",
+        "text 3, image",
+    )
 
     def no_validation(segments, merge=2):
         if any(k != "text" and (s[1] % merge or s[2] % merge) for k, s in segments):
@@ -1304,8 +1602,11 @@ def test_meta_layout_expected_values_are_interleaved_rope() -> None:
             i, m = j // 2, position_ids[b, t].item()
             angle = m * 10000.0 ** (-2 * i / 8)
             a, c = x[b, h, t, 2 * i].item(), x[b, h, t, 2 * i + 1].item()
-            by_hand = (a * math.cos(angle) - c * math.sin(angle) if j % 2 == 0
-                       else c * math.cos(angle) + a * math.sin(angle))
+            by_hand = (
+                a * math.cos(angle) - c * math.sin(angle)
+                if j % 2 == 0
+                else c * math.cos(angle) + a * math.sin(angle)
+            )
             assert abs(by_hand - value) <= 1e-9
 
 
@@ -1314,8 +1615,9 @@ def test_convert_cases_row_orders_are_the_per_head_permutation() -> None:
         for heads, rows in ((n_heads, q_rows), (n_kv, k_rows)):
             index = torch.arange(heads * head_dim)
             perm = permutation(head_dim)
-            assert rows == [h * head_dim + p for h in range(heads)
-                            for p in perm.tolist()]
+            assert rows == [
+                h * head_dim + p for h in range(heads) for p in perm.tolist()
+            ]
             moved = CH.rows_to_halves(index[:, None].double(), heads)[:, 0]
             assert moved.long().tolist() == rows
 
@@ -1327,8 +1629,9 @@ def test_decode_expected_values_are_the_full_pass() -> None:
     q_all, k_all = CH.exact_grid((2, 2, 2, 7, 8))
     for step in (5, 6):
         mask = torch.cat((mask, torch.ones(2, 1, dtype=mask.dtype)), dim=1)
-        full = CH.full_pass_last_logits(q_all[:, :, : step + 1],
-                                        k_all[:, :, : step + 1], mask)
+        full = CH.full_pass_last_logits(
+            q_all[:, :, : step + 1], k_all[:, :, : step + 1], mask
+        )
         want = torch.tensor(CH.DECODE_EXPECTED[step]["logits"], dtype=torch.float64)
         assert torch.allclose(full, want, atol=1e-9, rtol=0)
         position = CH.mask_positions(mask)[:, -1:]
@@ -1339,8 +1642,9 @@ def test_decode_expected_values_are_the_full_pass() -> None:
         # for the rounding, |x_i| + |x_i+d/2| <= 4 for these inputs
         u = 2.0**-24
         g = (6 * (math.log(10000.0) + 7) + 4) * u
-        assert torch.allclose(new_key, held, atol=(2 * u * (1 + u) * (1 + g) + g) * 4,
-                              rtol=0)
+        assert torch.allclose(
+            new_key, held, atol=(2 * u * (1 + u) * (1 + g) + g) * 4, rtol=0
+        )
 
 
 # --- Station 5: YaRN's factor in the tables or in the softmax scale -----------------
@@ -1348,8 +1652,12 @@ def test_decode_expected_values_are_the_full_pass() -> None:
 
 @pytest.mark.parametrize(
     ("factor", "mscale", "expected"),
-    [(40.0, 1.0, 0.1 * math.log(40.0) + 1.0), (4.0, 0.707, 0.0707 * math.log(4.0) + 1.0),
-     (1.0, 1.0, 1.0), (0.5, 1.0, 1.0)],
+    [
+        (40.0, 1.0, 0.1 * math.log(40.0) + 1.0),
+        (4.0, 0.707, 0.0707 * math.log(4.0) + 1.0),
+        (1.0, 1.0, 1.0),
+        (0.5, 1.0, 1.0),
+    ],
 )
 def test_yarn_mscale_by_hand(factor, mscale, expected) -> None:
     assert math.isclose(CH.yarn_mscale(factor, mscale), expected, rel_tol=1e-15)
@@ -1360,21 +1668,28 @@ def test_yarn_mscale_rejects_a_non_positive_factor() -> None:
         CH.yarn_mscale(0.0)
 
 
-@pytest.mark.parametrize(("mscale", "mscale_all_dim"), [(1.0, 1.0), (0.707, 0.707),
-                                                         (1.0, 0.707)])
+@pytest.mark.parametrize(
+    ("mscale", "mscale_all_dim"), [(1.0, 1.0), (0.707, 0.707), (1.0, 0.707)]
+)
 def test_tiny_deepseek_v3_puts_the_factor_where_transformers_says(
     mscale, mscale_all_dim
 ) -> None:
     """Tables scaled by g(s, mu) / g(s, mu_all), softmax scale by g(s, mu_all)**2: both
     computed here from the formula, and the tables' factor from transformers' YaRN rule."""
-    rope = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
-            "original_max_position_embeddings": 4096, "mscale": mscale,
-            "mscale_all_dim": mscale_all_dim}
+    rope = {
+        "rope_type": "yarn",
+        "rope_theta": 10000.0,
+        "factor": 40.0,
+        "original_max_position_embeddings": 4096,
+        "mscale": mscale,
+        "mscale_all_dim": mscale_all_dim,
+    }
     model = CH.tiny_deepseek_v3(rope)
     g = lambda mu: 0.1 * mu * math.log(40.0) + 1.0  # noqa: E731
     assert model.config.max_position_embeddings == 40 * 4096
-    assert math.isclose(model.rotary_emb.attention_scaling, g(mscale) / g(mscale_all_dim),
-                        rel_tol=1e-12)
+    assert math.isclose(
+        model.rotary_emb.attention_scaling, g(mscale) / g(mscale_all_dim), rel_tol=1e-12
+    )
     _, factor = ROPE_INIT_FUNCTIONS["yarn"](model.config)
     assert math.isclose(factor, model.rotary_emb.attention_scaling, rel_tol=1e-15)
     scaling = model.layers[1].self_attn.scaling
@@ -1388,29 +1703,40 @@ def test_tiny_deepseek_v3_rejects_rope_parameters_without_a_factor() -> None:
     with pytest.raises(ValueError, match="factor"):
         CH.tiny_deepseek_v3({"rope_type": "default", "rope_theta": 10000.0})
 
+
 # ------------------------------------------------------ exercise checks
-
-
 
 
 def parameters(checkpoint, override=None):
     """Exercise 12.5 written independently: one pass over both spellings."""
+
     def modern(rope):
         return {("rope_type" if k == "type" else k): v for k, v in (rope or {}).items()}
 
     own = modern(checkpoint.get("rope_parameters") or checkpoint.get("rope_scaling"))
     new = modern(override)
-    if own.get("rope_type", "default") not in ("default", new.get("rope_type",
-                                                                  own.get("rope_type"))):
-        raise ValueError(f"the override's {new.get('rope_type')} would replace the "
-                         f"checkpoint's {own['rope_type']}")
-    result = {"rope_type": "default", "rope_theta": checkpoint.get(
-        "rope_theta", own.get("rope_theta", 10000.0))} | own | new
+    if own.get("rope_type", "default") not in (
+        "default",
+        new.get("rope_type", own.get("rope_type")),
+    ):
+        raise ValueError(
+            f"the override's {new.get('rope_type')} would replace the "
+            f"checkpoint's {own['rope_type']}"
+        )
+    result = (
+        {
+            "rope_type": "default",
+            "rope_theta": checkpoint.get("rope_theta", own.get("rope_theta", 10000.0)),
+        }
+        | own
+        | new
+    )
     if result.get("factor", 1.0) < 1:
         raise ValueError("factor must be at least 1")
     if result["rope_type"] in ("yarn", "llama3", "longrope"):
-        result.setdefault("original_max_position_embeddings",
-                          checkpoint["max_position_embeddings"])
+        result.setdefault(
+            "original_max_position_embeddings", checkpoint["max_position_embeddings"]
+        )
     return result
 
 
@@ -1422,15 +1748,21 @@ def test_ex_12_5_shows_one_key_not_the_answer(capsys) -> None:
         result.pop("original_max_position_embeddings", None)
         return result
 
-    message = fails(CH.check_rope_parameters_for, without_original,
-                    "Exercise 12.5", "original_max_position_embeddings is missing",
-                    "expected: 'original_max_position_embeddings': 8192",
-                    "got: no key 'original_max_position_embeddings'")
+    message = fails(
+        CH.check_rope_parameters_for,
+        without_original,
+        "Exercise 12.5",
+        "original_max_position_embeddings is missing",
+        "expected: 'original_max_position_embeddings': 8192",
+        "got: no key 'original_max_position_embeddings'",
+    )
     assert "low_freq_factor': 1.0" not in message.split("input:")[0]
-    message = fails(CH.check_rope_parameters_for,
-                    lambda c, o=None: dict(parameters(c, o), rope_theta=1.0),
-                    "expected 'rope_theta': 10000.0, got 'rope_theta': 1.0",
-                    "compare key by key")
+    message = fails(
+        CH.check_rope_parameters_for,
+        lambda c, o=None: dict(parameters(c, o), rope_theta=1.0),
+        "expected 'rope_theta': 10000.0, got 'rope_theta': 1.0",
+        "compare key by key",
+    )
     assert "'factor': 4.0" not in message.split("input:")[0]
 
 
@@ -1455,8 +1787,9 @@ def test_ex_12_6_literals_match_an_independent_computation() -> None:
     for T, (points, expected, _) in CH.DYNAMIC_CASES.items():
         rows = CH.exact_grid((T + 1, 16))
         got = dynamic_float64(rows[-1], rows[:-1], 10000.0, 2.0, 64)[points]
-        assert torch.allclose(got, torch.tensor(expected, dtype=torch.float64),
-                              rtol=1e-10, atol=1e-10)
+        assert torch.allclose(
+            got, torch.tensor(expected, dtype=torch.float64), rtol=1e-10, atol=1e-10
+        )
 
 
 def test_ex_12_6_float64_and_transformers_float32_frequencies_pass(capsys) -> None:
@@ -1466,24 +1799,37 @@ def test_ex_12_6_float64_and_transformers_float32_frequencies_pass(capsys) -> No
         if raw_keys.shape[-1] % 2:
             raise ValueError("head_dim must be even")
         T, d = raw_keys.shape
-        config = LlamaConfig(head_dim=d, max_position_embeddings=length,
-                             rope_parameters={"rope_type": "dynamic",
-                                              "rope_theta": base, "factor": factor})
+        config = LlamaConfig(
+            head_dim=d,
+            max_position_embeddings=length,
+            rope_parameters={
+                "rope_type": "dynamic",
+                "rope_theta": base,
+                "factor": factor,
+            },
+        )
         inv_freq = ROPE_INIT_FUNCTIONS["dynamic"](config, seq_len=T)[0]
         assert inv_freq.dtype == torch.float32
         angles = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq.double()
         cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)
-        half = lambda x: torch.cat((-x[..., d // 2:], x[..., : d // 2]), -1)  # noqa: E731
+        half = lambda x: torch.cat((-x[..., d // 2 :], x[..., : d // 2]), -1)  # noqa: E731
         keys = raw_keys * cos + half(raw_keys) * sin
         return keys @ (q * cos[-1] + half(q) * sin[-1])
 
     passes(CH.check_dynamic_ntk_logits, transformers_frequencies, 6, capsys)
-    message = fails(CH.check_dynamic_ntk_logits,
-                    lambda *a: dynamic_float64(*a) + (torch.arange(a[1].shape[0]) == 1),
-                    "Exercise 12.6, case T = 40", "at logit 1", "none of the usual")
+    message = fails(
+        CH.check_dynamic_ntk_logits,
+        lambda *a: dynamic_float64(*a) + (torch.arange(a[1].shape[0]) == 1),
+        "Exercise 12.6, case T = 40",
+        "at logit 1",
+        "none of the usual",
+    )
     assert "-9.3975" not in message  # logit 0 is right: only the first wrong one shows
-    fails(CH.check_dynamic_ntk_logits, lambda *a: dynamic_float64(*a)[:-1],
-          "a tensor of shape (40,)")
+    fails(
+        CH.check_dynamic_ntk_logits,
+        lambda *a: dynamic_float64(*a)[:-1],
+        "a tensor of shape (40,)",
+    )
 
 
 def test_keys_as_query_heads_is_the_station_mistake() -> None:
@@ -1511,18 +1857,30 @@ def test_station_2_does_not_show_the_answer_of_12_2() -> None:
             assert "permuted per head" not in cell.source
 
 
-@pytest.mark.parametrize("name, forbidden", [
-    ("check_rope_for_meta_layout", ("apply_rope_halves(", "argsort(")),
-    # 12.2: row orders held as literals, no permutation of its own
-    ("check_convert_meta_attention",
-     ("rows_to_halves(", "interleaved_to_halves_perm(", "transpose(", "reshape(")),
-    ("check_rope_parameters_for", ("modern_rope_keys", 'rope_scaling"]')),
-    ("check_dynamic_ntk_logits", ("dynamic_inv_freq(", "rope_with_inv_freq(")),
-    # 12.4: no decoding step of its own (the old decode_variant), and no count of
-    # the real tokens (the new token's position)
-    ("check_decode_step",
-     ("decode_variant", ".sum(", "cumsum", "logits_at_positions(")),
-])
+@pytest.mark.parametrize(
+    "name, forbidden",
+    [
+        ("check_rope_for_meta_layout", ("apply_rope_halves(", "argsort(")),
+        # 12.2: row orders held as literals, no permutation of its own
+        (
+            "check_convert_meta_attention",
+            (
+                "rows_to_halves(",
+                "interleaved_to_halves_perm(",
+                "transpose(",
+                "reshape(",
+            ),
+        ),
+        ("check_rope_parameters_for", ("modern_rope_keys", 'rope_scaling"]')),
+        ("check_dynamic_ntk_logits", ("dynamic_inv_freq(", "rope_with_inv_freq(")),
+        # 12.4: no decoding step of its own (the old decode_variant), and no count of
+        # the real tokens (the new token's position)
+        (
+            "check_decode_step",
+            ("decode_variant", ".sum(", "cumsum", "logits_at_positions("),
+        ),
+    ],
+)
 def test_checks_hold_expected_values(name, forbidden) -> None:
     """The student edition shows each check's source: it must not compute the
     answer."""

@@ -33,22 +33,31 @@ pytestmark = pytest.mark.unit
 CH = load_chapter("14_rope_meets_the_kv_cache")
 U32 = 2.0**-24  # float32's unit roundoff
 
-YARN = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "mscale": 1.0,
-        "mscale_all_dim": 0.8, "original_max_position_embeddings": 128}
+YARN = {
+    "rope_type": "yarn",
+    "rope_theta": 10000.0,
+    "factor": 4.0,
+    "mscale": 1.0,
+    "mscale_all_dim": 0.8,
+    "original_max_position_embeddings": 128,
+}
 PLAIN = {"rope_type": "default", "rope_theta": 10000.0}
 
 
 # --- YaRN scales against transformers ------------------------------------------------
 
 
-@pytest.mark.parametrize("rope", [
-    PLAIN,
-    YARN,
-    dict(YARN, mscale=0.707, mscale_all_dim=0.707),
-    dict(YARN, factor=40.0, mscale=1.0, mscale_all_dim=1.0),
-    {k: v for k, v in YARN.items() if k not in ("mscale", "mscale_all_dim")},
-    dict(YARN, attention_factor=1.3),
-])
+@pytest.mark.parametrize(
+    "rope",
+    [
+        PLAIN,
+        YARN,
+        dict(YARN, mscale=0.707, mscale_all_dim=0.707),
+        dict(YARN, factor=40.0, mscale=1.0, mscale_all_dim=1.0),
+        {k: v for k, v in YARN.items() if k not in ("mscale", "mscale_all_dim")},
+        dict(YARN, attention_factor=1.3),
+    ],
+)
 def test_mla_scales_match_transformers(rope) -> None:
     attention, rotary = CH.tiny_deepseek_attention(rope, interleave=True)
     table, scale = CH.mla_scales(rope, 48)
@@ -97,10 +106,15 @@ def test_mla_equals_deepseek_attention(rope, interleave, seed) -> None:
     reference = module_output(attention, hidden, cos, sin)
     size = reference.abs().max()
     # the module's RMSNorms compute in float32 whatever the input dtype: ~u relative
-    assert (CH.mla_expanded(parts, weights, scale) - reference).abs().max() < 1e-5 * size
-    assert (CH.mla_absorbed(parts, weights, scale) - reference).abs().max() < 1e-5 * size
-    assert (CH.mla_absorbed(parts, weights, scale)
-            - CH.mla_expanded(parts, weights, scale)).abs().max() < 1e-12 * size
+    assert (
+        CH.mla_expanded(parts, weights, scale) - reference
+    ).abs().max() < 1e-5 * size
+    assert (
+        CH.mla_absorbed(parts, weights, scale) - reference
+    ).abs().max() < 1e-5 * size
+    assert (
+        CH.mla_absorbed(parts, weights, scale) - CH.mla_expanded(parts, weights, scale)
+    ).abs().max() < 1e-12 * size
 
 
 def test_mla_without_query_latent() -> None:
@@ -112,10 +126,21 @@ def test_mla_without_query_latent() -> None:
     )
 
     config = DeepseekV3Config(
-        vocab_size=99, hidden_size=24, num_attention_heads=3, num_key_value_heads=3,
-        kv_lora_rank=8, q_lora_rank=None, qk_rope_head_dim=6, v_head_dim=10,
-        qk_nope_head_dim=12, num_hidden_layers=1, n_routed_experts=4, n_group=1,
-        topk_group=1, num_experts_per_tok=2, rope_parameters=dict(PLAIN),
+        vocab_size=99,
+        hidden_size=24,
+        num_attention_heads=3,
+        num_key_value_heads=3,
+        kv_lora_rank=8,
+        q_lora_rank=None,
+        qk_rope_head_dim=6,
+        v_head_dim=10,
+        qk_nope_head_dim=12,
+        num_hidden_layers=1,
+        n_routed_experts=4,
+        n_group=1,
+        topk_group=1,
+        num_experts_per_tok=2,
+        rope_parameters=dict(PLAIN),
         rope_interleave=False,
     )
     config._attn_implementation = "sdpa"
@@ -156,9 +181,13 @@ def test_rotate_rope_part_matches_transformers() -> None:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 3, 5, 8, generator=g, dtype=torch.float64)
     angles = torch.tensor([0.0, 1.0, 2.5, 7.0, 40.0], dtype=torch.float64)[:, None] * (
-        10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8))
+        10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    )
     cos, sin = angles.cos(), angles.sin()
-    full_cos, full_sin = torch.cat((cos, cos), -1)[None], torch.cat((sin, sin), -1)[None]
+    full_cos, full_sin = (
+        torch.cat((cos, cos), -1)[None],
+        torch.cat((sin, sin), -1)[None],
+    )
     halves = apply_rotary_pos_emb(x, x, full_cos, full_sin)[0]
     assert (CH.rotate_rope_part(x, cos, sin, False) - halves).abs().max() < 1e-12
     inter = apply_rotary_pos_emb_interleave(x, x, full_cos, full_sin)[0]
@@ -210,8 +239,14 @@ def test_mla_weights_and_parts_reject_what_does_not_fit() -> None:
 # --- cache arithmetic -----------------------------------------------------------------
 
 
-@given(h=st.integers(1, 256), d=st.integers(1, 256), v=st.integers(1, 256),
-       g=st.integers(1, 16), c=st.integers(1, 1024), r=st.integers(1, 64))
+@given(
+    h=st.integers(1, 256),
+    d=st.integers(1, 256),
+    v=st.integers(1, 256),
+    g=st.integers(1, 16),
+    c=st.integers(1, 1024),
+    r=st.integers(1, 64),
+)
 @settings(max_examples=60, deadline=None)
 def test_kv_cache_elements_table_one(h, d, v, g, c, r) -> None:
     """DeepSeek-V2's Table 1: MHA 2 n_h d_h, GQA 2 n_g d_h, MLA d_c + d_R."""
@@ -220,8 +255,10 @@ def test_kv_cache_elements_table_one(h, d, v, g, c, r) -> None:
     assert CH.kv_cache_elements("gqa", g * h, d, num_kv_heads=g) == 2 * g * d
     rope = 2 * r
     if rope < d:
-        assert CH.kv_cache_elements(
-            "mla", h, d, kv_lora_rank=c, qk_rope_head_dim=rope) == c + rope
+        assert (
+            CH.kv_cache_elements("mla", h, d, kv_lora_rank=c, qk_rope_head_dim=rope)
+            == c + rope
+        )
 
 
 def test_kv_cache_errors_and_traffic() -> None:
@@ -230,12 +267,22 @@ def test_kv_cache_errors_and_traffic() -> None:
     cases = [
         (lambda: CH.kv_cache_elements("gqa", 128, 128, num_kv_heads=3), "divisor"),
         (lambda: CH.kv_cache_elements("gqa", 128, 128), "num_kv_heads"),
-        (lambda: CH.kv_cache_elements("mla", 128, 192, qk_rope_head_dim=64),
-         "kv_lora_rank"),
-        (lambda: CH.kv_cache_elements("mla", 128, 192, kv_lora_rank=512,
-                                      qk_rope_head_dim=63), "even"),
-        (lambda: CH.kv_cache_elements("mla", 128, 192, kv_lora_rank=512,
-                                      qk_rope_head_dim=192), "fit"),
+        (
+            lambda: CH.kv_cache_elements("mla", 128, 192, qk_rope_head_dim=64),
+            "kv_lora_rank",
+        ),
+        (
+            lambda: CH.kv_cache_elements(
+                "mla", 128, 192, kv_lora_rank=512, qk_rope_head_dim=63
+            ),
+            "even",
+        ),
+        (
+            lambda: CH.kv_cache_elements(
+                "mla", 128, 192, kv_lora_rank=512, qk_rope_head_dim=192
+            ),
+            "fit",
+        ),
         (lambda: CH.kv_cache_elements("mqa", 128, 192), "'mha', 'gqa' or 'mla'"),
         (lambda: CH.kv_cache_elements("mha", 0, 192), "num_heads"),
         (lambda: CH.decode_traffic_bytes(576, 61, 0), "context"),
@@ -327,9 +374,10 @@ def reference_stream(model, tokens, size, n_sink, reindex):
     return torch.cat(out, 1)
 
 
-@pytest.mark.parametrize("size,n_sink,reindex", [(20, 0, True), (6, 2, True),
-                                                 (6, 2, False), (5, 0, False),
-                                                 (7, 1, True)])
+@pytest.mark.parametrize(
+    "size,n_sink,reindex",
+    [(20, 0, True), (6, 2, True), (6, 2, False), (5, 0, False), (7, 1, True)],
+)
 def test_decode_matches_reference(size, n_sink, reindex) -> None:
     """RoPE.cos_sin computes angles in float32 (Chapter 8), the reference in float64:
     the tables differ by |angle| u + 4u at most (angle < 20 rad), which moves logits
@@ -423,7 +471,10 @@ def test_gpt_oss_layer_matches_module() -> None:
 def test_mask_position_ids() -> None:
     mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]])
     assert CH.mask_position_ids(mask).tolist() == [
-        [0, 0, 0, 1, 2], [0, 1, 2, 3, 4], [0, 0, 1, 2, 3]]
+        [0, 0, 0, 1, 2],
+        [0, 1, 2, 3, 4],
+        [0, 0, 1, 2, 3],
+    ]
     for bad in (torch.tensor([1, 1]), torch.tensor([[0, 2]]), [[1, 1]]):
         with pytest.raises(ValueError, match="attention_mask"):
             CH.mask_position_ids(bad)
@@ -437,8 +488,13 @@ def test_decode_mixed_against_generate() -> None:
     mask = (prompts != 0).long()
     with torch.no_grad():
         generated = llama.generate(
-            input_ids=prompts, attention_mask=mask, max_new_tokens=4, do_sample=False,
-            output_logits=True, return_dict_in_generate=True)
+            input_ids=prompts,
+            attention_mask=mask,
+            max_new_tokens=4,
+            do_sample=False,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
         mixed = CH.decode_mixed(llama, prompts, mask, 4)
     reference = torch.stack(generated.logits, 1)
     gaps = (mixed - reference).abs().amax(dim=(1, 2))
@@ -452,8 +508,9 @@ def test_llama_rotary_tables_are_float32_in_a_float64_model() -> None:
     config = LlamaConfig(hidden_size=32, num_attention_heads=4, head_dim=8)
     rotary = LlamaRotaryEmbedding(config)
     cos, _ = rotary(torch.zeros(1, 1, 8, dtype=torch.float64), torch.tensor([[1000]]))
-    exact = torch.cos(1000 * 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64)
-                                         / 8))
+    exact = torch.cos(
+        1000 * 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+    )
     assert (cos[0, 0, :4] - exact).abs().max() > 1e-9  # float32 angle rounding
 
 
@@ -470,25 +527,44 @@ def decoupled_solution(q_nope, q_rope, latents, k_rope_cache, W_UK, m):
     out = torch.zeros(H, latents.shape[0], dtype=torch.float64)
     for h in range(H):
         z = torch.complex(q_rope[h, :half], q_rope[h, half:]) * torch.exp(
-            1j * m * theta)
+            1j * m * theta
+        )
         q_rot = torch.cat((z.real, z.imag))
         for j in range(latents.shape[0]):
             out[h, j] = ((W_UK[h] @ latents[j]) @ q_nope[h]).double() + q_rot.to(
-                k_rope_cache.dtype) @ k_rope_cache[j]
+                k_rope_cache.dtype
+            ) @ k_rope_cache[j]
     return out
 
 
 def test_check_14_2(capsys) -> None:
     check = CH.check_decoupled_logits
     passes(check, decoupled_solution, 3, capsys)
-    passes(check, lambda *a: decoupled_solution(*[
-        x.float() if isinstance(x, torch.Tensor) else x for x in a]).float(), 3,
-        capsys)
-    fails(check, lambda qn, qr, c, k, W, m: decoupled_solution(qn, qr, c, k, W, 0),
-          "not rotated")
-    fails(check, lambda qn, qr, c, k, W, m: decoupled_solution(
-        qn, qr, c, CH.apply_rope_halves(k[None, None], torch.arange(5)[None])[0, 0],
-        W, m), "rotated again")
+    passes(
+        check,
+        lambda *a: decoupled_solution(
+            *[x.float() if isinstance(x, torch.Tensor) else x for x in a]
+        ).float(),
+        3,
+        capsys,
+    )
+    fails(
+        check,
+        lambda qn, qr, c, k, W, m: decoupled_solution(qn, qr, c, k, W, 0),
+        "not rotated",
+    )
+    fails(
+        check,
+        lambda qn, qr, c, k, W, m: decoupled_solution(
+            qn,
+            qr,
+            c,
+            CH.apply_rope_halves(k[None, None], torch.arange(5)[None])[0, 0],
+            W,
+            m,
+        ),
+        "rotated again",
+    )
     fails(check, lambda *a: decoupled_solution(*a) / math.sqrt(8), "unscaled")
 
     def again(qn, qr, c, k, W, m):
@@ -501,12 +577,19 @@ def test_check_14_2(capsys) -> None:
 
     def only_at_9(wrong):  # right for the first case, wrong for the second
         return lambda qn, qr, c, k, W, m: (
-            decoupled_solution(qn, qr, c, k, W, m) if m == 5 else wrong(
-                qn, qr, c, k, W, m))
+            decoupled_solution(qn, qr, c, k, W, m)
+            if m == 5
+            else wrong(qn, qr, c, k, W, m)
+        )
 
-    for wrong, word in ((again, "rotated again"), (nope_rotated, "unrotated part"),
-                        (lambda qn, qr, c, k, W, m: decoupled_solution(
-                            qn, qr, c, k, W, 0), "not rotated")):
+    for wrong, word in (
+        (again, "rotated again"),
+        (nope_rotated, "unrotated part"),
+        (
+            lambda qn, qr, c, k, W, m: decoupled_solution(qn, qr, c, k, W, 0),
+            "not rotated",
+        ),
+    ):
         fails(check, wrong, word)
         message = fails(check, only_at_9(wrong), word)
         assert "position 9" in message
@@ -520,27 +603,40 @@ def rerotate_solution(keys, old, new):
     theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     angle = (new - old).double()[:, None] * theta
     x1, x2 = keys.double().chunk(2, -1)
-    return torch.cat((x1 * angle.cos() - x2 * angle.sin(),
-                      x2 * angle.cos() + x1 * angle.sin()), -1)
+    return torch.cat(
+        (x1 * angle.cos() - x2 * angle.sin(), x2 * angle.cos() + x1 * angle.sin()), -1
+    )
 
 
 def test_check_14_3(capsys) -> None:
     check = CH.check_rerotate_cache
     passes(check, rerotate_solution, 3, capsys)
     fails(check, lambda k, o, n: rerotate_solution(k, n, o), "sign")
-    fails(check, lambda k, o, n: CH.apply_rope_halves(
-        k, n[None].expand(k.shape[0], -1)), "new positions on top")
+    fails(
+        check,
+        lambda k, o, n: CH.apply_rope_halves(k, n[None].expand(k.shape[0], -1)),
+        "new positions on top",
+    )
     fails(check, lambda k, o, n: rerotate_solution(k, o, o), "unchanged")
     mistakes = {
         "sign": lambda k, o, n: rerotate_solution(k, n, o),
         "new positions on top": lambda k, o, n: CH.apply_rope_halves(
-            k, n[None].expand(k.shape[0], -1)),
+            k, n[None].expand(k.shape[0], -1)
+        ),
         "unchanged": lambda k, o, n: k.clone(),
     }
     for word, wrong in mistakes.items():  # right on the first case, wrong on the second
-        message = fails(check, lambda k, o, n, wrong=wrong: (
-            rerotate_solution(k, o, n) if k.shape[1] == 2 else wrong(k, o, n)), word)
+        message = fails(
+            check,
+            lambda k, o, n, wrong=wrong: (
+                rerotate_solution(k, o, n) if k.shape[1] == 2 else wrong(k, o, n)
+            ),
+            word,
+        )
         assert "two evicted after one sink" in message
     with pytest.raises(AssertionError, match="ValueError"):
-        check(lambda k, o, n: CH.apply_rope_halves(
-            k, (n - o)[None].expand(k.shape[0], -1)))
+        check(
+            lambda k, o, n: CH.apply_rope_halves(
+                k, (n - o)[None].expand(k.shape[0], -1)
+            )
+        )
