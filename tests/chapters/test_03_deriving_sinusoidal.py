@@ -1,4 +1,5 @@
-"""Tests for Chapter 3, Deriving the sinusoidal encoding (functions loaded from the notebook)."""
+"""Tests for Chapter 3, Deriving the sinusoidal encoding (functions loaded from the
+notebook)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ bases = st.floats(min_value=2.0, max_value=1e6, allow_nan=False, allow_infinity=
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
 
-# --- frequencies -------------------------------------------------------------------------
+# --- frequencies
+# -------------------------------------------------------------------------
 
 
 @settings(max_examples=50, deadline=None)
@@ -54,7 +56,8 @@ def test_frequencies_accepts_numpy_integer():
     assert np.allclose(ch.frequencies(np.int64(8)), ch.frequencies(8))
 
 
-# --- the complex code and the relative property --------------------------------------------
+# --- the complex code and the relative property
+# --------------------------------------------
 
 
 @settings(max_examples=60, deadline=None)
@@ -72,7 +75,8 @@ def test_complex_code_is_relative(m, n, shift, d, base):
         ch.complex_position_code(m + shift, d, base),
         ch.complex_position_code(n + shift, d, base),
     )
-    # p_m p_n^* = q_{m-n} coordinatewise, and the real inner product is the sum of cosines
+    # p_m p_n^* = q_{m-n} coordinatewise, and the real inner product is the sum of
+    # cosines
     assert np.allclose(zm * zn.conj(), zm2 * zn2.conj(), atol=1e-8)
     real_ip = ch.complex_to_real(zm) @ ch.complex_to_real(zn)
     assert np.isclose(
@@ -114,7 +118,8 @@ def test_diagonal_spread():
         ch.diagonal_spread(np.zeros((2, 3)))
 
 
-# --- Vaswani's formula, layouts and bugs ---------------------------------------------------
+# --- Vaswani's formula, layouts and bugs
+# ---------------------------------------------------
 
 
 @settings(max_examples=30, deadline=None)
@@ -162,7 +167,8 @@ def test_encodings_reject_bad_input(fn):
         f(4, 8, float("inf"))
 
 
-# --- general H -----------------------------------------------------------------------------
+# --- general H
+# -----------------------------------------------------------------------------
 
 
 @settings(max_examples=40, deadline=None)
@@ -211,7 +217,8 @@ def test_hessian_cross_term_rejects_bad_shapes():
         ch.hessian_cross_term(P, np.full((4, 4), np.nan))
 
 
-# --- the Taylor-expansion lemma --------------------------------------------------------------
+# --- the Taylor-expansion lemma
+# --------------------------------------------------------------
 
 
 def test_mixed_difference_matches_cross_hessian():
@@ -241,10 +248,12 @@ def test_mixed_difference_matches_cross_hessian():
         ch.attention_readout(X[0], *W, w)
 
 
-# --- exercise check functions ----------------------------------------------------------------
+# --- exercise check functions
+# ----------------------------------------------------------------
 
 
-# --- every relative code is an orbit ---------------------------------------------------------
+# --- every relative code is an orbit
+# ---------------------------------------------------------
 
 
 @settings(max_examples=25, deadline=None)
@@ -273,7 +282,8 @@ def test_shift_isometry_alternating_code_and_errors():
         ch.shift_isometry(np.ones(4))
 
 
-# --- Asymmetric inputs, both complex parts, defaults, distributions ---------------------------
+# --- Asymmetric inputs, both complex parts, defaults, distributions
+# ---------------------------
 
 
 def test_complex_to_real_and_hermitian_inner_hand_computed():
@@ -372,8 +382,8 @@ def test_attention_readout_against_a_hand_written_head():
 
 
 def test_cross_hessian_and_mixed_difference_of_a_bilinear_function():
-    """f = x_0^T B x_2 + (terms without a 0-2 cross): the cross block is B exactly, and the
-    mixed difference is p_0^T B p_2 at any step size (no Taylor remainder)."""
+    """f = x_0^T B x_2 + (terms without a 0-2 cross): the cross block is B exactly, and
+    the mixed difference is p_0^T B p_2 at any step size (no Taylor remainder)."""
     gen = torch.Generator().manual_seed(8)
     d = 3
     B = torch.randn(d, d, generator=gen, dtype=torch.float64)
@@ -415,7 +425,8 @@ def test_shift_isometry_recovers_a_known_non_symmetric_rotation():
         ch.shift_isometry(P[:3])
 
 
-# --- reading real pairs as complex numbers (reused by Chapter 5) ----------------------------
+# --- reading real pairs as complex numbers (reused by Chapter 5)
+# ----------------------------
 
 
 @settings(max_examples=40, deadline=None)

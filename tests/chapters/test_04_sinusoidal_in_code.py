@@ -1,4 +1,5 @@
-"""Tests for Chapter 4, "The sinusoidal encoding in code" (the notebook's export cells)."""
+"""Tests for Chapter 4, "The sinusoidal encoding in code" (the notebook's export
+cells)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def angle_table_bound(max_angle: float, exponent_terms: float = 0.0) -> float:
     return ((18 + exponent_terms) * max_angle + 16) * U64
 
 
-# --- the encoding -------------------------------------------------------------------------
+# --- the encoding
+# -------------------------------------------------------------------------
 
 
 @FAST
@@ -98,7 +100,8 @@ def test_wavelengths_geometric_and_short_of_2pi_b(d, base):
     assert lam[-1] < 2 * np.pi * base
 
 
-# --- shifts, rotations and the dot product -------------------------------------------------
+# --- shifts, rotations and the dot product
+# -------------------------------------------------
 
 
 @FAST
@@ -154,7 +157,8 @@ def test_dot_product_depends_on_offset_only_and_is_even(m, n, s, d, base):
     )
 
 
-# --- the four terms of a logit --------------------------------------------------------------
+# --- the four terms of a logit
+# --------------------------------------------------------------
 
 
 @FAST
@@ -214,7 +218,8 @@ def test_term_shares_sum_to_one():
     assert variations["content"] < 1e-12
 
 
-# --- diffusion timesteps --------------------------------------------------------------------
+# --- diffusion timesteps
+# --------------------------------------------------------------------
 
 
 @FAST
@@ -232,7 +237,8 @@ def test_timestep_embedding_is_permuted_pe_with_changed_base(t, d, base):
     )
 
 
-# --- bad input ------------------------------------------------------------------------------
+# --- bad input
+# ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("d", [3, 0, -4, 2.0, True])
@@ -294,7 +300,8 @@ def test_other_bad_inputs():
         )
 
 
-# --- the interactive figure -----------------------------------------------------------------
+# --- the interactive figure
+# -----------------------------------------------------------------
 
 
 def _apply(state: dict, step: dict) -> None:
@@ -345,7 +352,8 @@ def test_interactive_figure_sliders_are_independent_and_small():
         ch.interactive_base_dimension_figure(start=(500.0, 64))
 
 
-# --- exercise check functions ---------------------------------------------------------------
+# --- exercise check functions
+# ---------------------------------------------------------------
 
 
 def test_check_functions_reject_wrong_solutions():
@@ -355,11 +363,13 @@ def test_check_functions_reject_wrong_solutions():
         ch.check_offset_gram(lambda T, d, base=10000.0: np.eye(T))
 
 
-# --- Defaults, hand-computed values and each term on its own ---------------------------------
+# --- Defaults, hand-computed values and each term on its own
+# ---------------------------------
 
 
 def _reference_pe(positions, d, base=10000.0):
-    """Vaswani's table written out with the base hard-coded by the caller (default 10000)."""
+    """Vaswani's table written out with the base hard-coded by the caller (default
+    10000)."""
     m = np.asarray(positions, dtype=np.float64)[:, None]
     i = np.arange(d // 2)[None, :]
     pe = np.empty((m.shape[0], d))
@@ -472,7 +482,8 @@ def test_logit_terms_grid_entries_against_the_formula():
 
 def test_diagonal_spread_hand_computed():
     A = np.array([[1.0, 2.0, 9.0], [4.0, 1.5, 2.0], [5.0, 4.25, 1.0]])
-    # diagonals: main (1, 1.5, 1) -> 0.5; +1 (2, 2) -> 0; -1 (4, 4.25) -> 0.25; corners 0
+    # diagonals: main (1, 1.5, 1) -> 0.5; +1 (2, 2) -> 0; -1 (4, 4.25) -> 0.25; corners
+    # 0
     assert ch.diagonal_spread(A) == pytest.approx(0.5)
     A[1, 1] = 1.0
     assert ch.diagonal_spread(A) == pytest.approx(0.25)
@@ -578,7 +589,8 @@ def test_exponent_rules():
         ch.sinusoidal_from_exponents(4, np.array([0.0, np.nan]))
 
 
-# --- The moved 'three bugs' helpers: hand-computed rules, arbitrary exponents --------------
+# --- The moved 'three bugs' helpers: hand-computed rules, arbitrary exponents
+# --------------
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,7 +1,8 @@
-"""Tests for Chapter 5, "From adding to rotating: deriving RoPE" (notebooks/05_deriving_rope.ipynb).
+"""Tests for Chapter 5, "From adding to rotating: deriving RoPE"
+(notebooks/05_deriving_rope.ipynb).
 
-Only the notebook's ``export`` cells are executed (bookkit.testing.load_chapter), so these are the functions
-the reader sees.
+Only the notebook's ``export`` cells are executed (bookkit.testing.load_chapter), so
+these are the functions the reader sees.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ bases = st.floats(min_value=2.0, max_value=1e6, allow_nan=False)
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
 
-# --- the relative property and orthogonality ------------------------------------------------
+# --- the relative property and orthogonality
+# ------------------------------------------------
 
 
 @SETTINGS
@@ -83,7 +85,8 @@ def test_score_depends_on_offset_only(m, n, d, base, seed):
     assert abs(score(m + shift, n + shift) - score(m, n)) <= 1e-9 * scale
 
 
-# --- complex form ---------------------------------------------------------------------------
+# --- complex form
+# ---------------------------------------------------------------------------
 
 
 @SETTINGS
@@ -131,7 +134,8 @@ def test_sinusoidal_code_is_an_orbit(m, d, base):
     assert np.allclose(pe, ch.rope_matrix(-m, d, base) @ pe_0, atol=1e-9)
 
 
-# --- modulation identity ----------------------------------------------------------------------
+# --- modulation identity
+# ----------------------------------------------------------------------
 
 
 @SETTINGS
@@ -176,7 +180,8 @@ def test_modulation_terms_accept_arrays_of_offsets():
     assert terms["cos"].shape == terms["sin"].shape == deltas.shape
 
 
-# --- bad input --------------------------------------------------------------------------------
+# --- bad input
+# --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("d", [3, 7, 0, -2])
@@ -216,9 +221,11 @@ def test_other_bad_inputs():
         ch.rope_complex(np.ones(4), np.array([1.0, 2.0]))
 
 
-# --- exercise checks accept the solutions and reject wrong answers ------------------------------
+# --- exercise checks accept the solutions and reject wrong answers
+# ------------------------------
 
-# --- Hand-computed values, defaults hard-coded to 10000, both complex parts -------------------
+# --- Hand-computed values, defaults hard-coded to 10000, both complex parts
+# -------------------
 
 
 def _reference_rope(m, d, base=10000.0):
@@ -295,7 +302,8 @@ def test_rope_logit_terms_default_base_with_rectangular_weights(seed, half, delt
         ch.rope_logit_terms(x_m, x_n, W_q, W_k[:-1], delta)
 
 
-# --- the operator route (moved here from Chapter 3) ------------------------------------------
+# --- the operator route (moved here from Chapter 3)
+# ------------------------------------------
 
 
 @settings(max_examples=20, deadline=None)
@@ -329,7 +337,8 @@ def test_unitary_powers_give_relative_hermitian_products(seed, size):
 
 
 def test_a_reflection_family_is_relative_but_not_a_rotation():
-    """det O = -1: the real dot products are relative, the Hermitian products are not."""
+    """det O = -1: the real dot products are relative, the Hermitian products are
+    not."""
     reflection = np.diag([1.0, -1.0])  # complex conjugation of one pair
     powers = ch.isometry_powers(reflection, 6)
     q, k = np.array([0.3, 0.8]), np.array([-0.5, 0.2])
@@ -375,9 +384,9 @@ def test_random_unitary_is_haar_distributed():
     """Statistics with a known law under the Haar measure on U(k), from a seeded sample.
 
     For Haar U in U(k): every entry has mean 0 and E[U_ij^2] = 0 (uniform phase);
-    |U_11|^2 ~ Beta(1, k - 1); E|tr U|^2 = 1 with Var |tr U|^2 = 1 (k >= 2). With N samples
-    a mean's standard error is at most sqrt(1/N); the bounds below are about 5 standard
-    errors, and the Kolmogorov-Smirnov p-value threshold is 1e-4.
+    |U_11|^2 ~ Beta(1, k - 1); E|tr U|^2 = 1 with Var |tr U|^2 = 1 (k >= 2). With N
+    samples a mean's standard error is at most sqrt(1/N); the bounds below are about 5
+    standard errors, and the Kolmogorov-Smirnov p-value threshold is 1e-4.
     """
     from scipy import stats
 
@@ -399,9 +408,9 @@ def test_random_unitary_is_haar_distributed():
 
 
 def test_random_orthogonal_is_haar_distributed_on_its_coset():
-    """Under the Haar measure on O(k), and on each coset det = +-1: every entry has mean 0
-    and E[O_ij^2] = 1/k. N samples give standard errors below sqrt(1/N); the bounds are
-    about 5 of them."""
+    """Under the Haar measure on O(k), and on each coset det = +-1: every entry has mean
+    0 and E[O_ij^2] = 1/k. N samples give standard errors below sqrt(1/N); the bounds
+    are about 5 of them."""
     k, N = 4, 3000
     rng = np.random.default_rng(20261128)
     for det in (1, -1):

@@ -1,6 +1,7 @@
-"""Chapter 6's functions, taken from the notebook: four RoPE implementations, the permutation
-between the interleaved and split-halves layouts, agreement with transformers in float32 and
-bfloat16, the RoPE attention layer with its caches, and the exercise checks."""
+"""Chapter 6's functions, taken from the notebook: four RoPE implementations, the
+permutation between the interleaved and split-halves layouts, agreement with
+transformers in float32 and bfloat16, the RoPE attention layer with its caches, and the
+exercise checks."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ ch = load_chapter("06_rope_in_code")
 # Timing limits would make these tests fail on a busy machine, not on a bug.
 
 SEEDS = st.integers(0, 2**31 - 1)
-# Derived in the chapter (3.04 u of bfloat16 rounding plus the float32 angle error), written
-# here rather than read from the module under test.
+# Derived in the chapter (3.04 u of bfloat16 rounding plus the float32 angle error),
+# written here rather than read from the module under test.
 BF16_RELATIVE_TOLERANCE = 2**-6
 U32, U64 = 2.0**-24, 2.0**-53
 # Two float32 programs rotating by the same angles with cos and sin each within 2 ulp
@@ -61,7 +62,8 @@ def random_input(
 
 
 def to_halves(rope, layout: str):
-    """An implementation seen in the split-halves layout: permute in, rotate, permute out."""
+    """An implementation seen in the split-halves layout: permute in, rotate, permute
+    out."""
     if layout == "halves":
         return rope
 
@@ -160,7 +162,8 @@ def test_layout_permutation_round_trips(shape, seed, n_heads, d_in) -> None:
         ch.apply_rope_interleaved(x, position_ids)[..., perm],
         ch.apply_rope_halves(x[..., perm], position_ids),
     )
-    # weights: per-head permutation, its inverse, and the reshape/transpose of conversion scripts
+    # weights: per-head permutation, its inverse, and the reshape/transpose of
+    # conversion scripts
     W = torch.randn(n_heads * d, d_in, generator=torch.Generator().manual_seed(seed))
     to_halves_rows = ch.permute_head_rows(W, n_heads, perm)
     assert torch.equal(
@@ -191,7 +194,8 @@ def test_matches_transformers_in_float32(
     )
     position_ids = position_ids + offset  # a KV-cache offset
     reference = ch.transformers_rope(x, position_ids)
-    # the same float32 angles; cos and sin computed on tensors of other shapes (8u apart)
+    # the same float32 angles; cos and sin computed on tensors of other shapes (8u
+    # apart)
     bound = ch.rotation_gap_bound(x, "halves", FLOAT32_COS_SIN_GAP)
     for rope, layout in ALL_LAYOUTS[1:]:  # the dense reference uses float64 angles
         ch.assert_within(
@@ -202,8 +206,9 @@ def test_matches_transformers_in_float32(
 @settings(max_examples=25, deadline=None)
 @given(shape=SHAPES, seed=SEEDS, max_position=st.sampled_from([1, 100, 4096]))
 def test_bfloat16_within_the_derived_tolerance(shape, seed, max_position) -> None:
-    """Each output is within 2**-6 times its pair's norm of the exact (float64) rotation of the
-    bfloat16 input; see the chapter's derivation (3.04 u + the float32 angle error < 2**-6)."""
+    """Each output is within 2**-6 times its pair's norm of the exact (float64) rotation
+    of the bfloat16 input; see the chapter's derivation (3.04 u + the float32 angle
+    error < 2**-6)."""
     x16, position_ids = random_input(seed, shape, max_position, dtype=torch.bfloat16)
     x64 = x16.double()
     exact_halves = ch.apply_rope_halves(x64, position_ids)
@@ -291,8 +296,8 @@ def test_partial_rotary_matches_gpt_neox(seed, factor, heads, T, max_position) -
 def test_incremental_decoding_matches_a_full_pass(
     seed, prompt, total, heads, factor
 ) -> None:
-    """Mathematics, so float64: a wrong position or a missing key moves outputs by O(0.1),
-    rounding by < 1e-14."""
+    """Mathematics, so float64: a wrong position or a missing key moves outputs by
+    O(0.1), rounding by < 1e-14."""
     layer = ch.RopeSelfAttention(
         d_model=16, n_heads=heads, partial_rotary_factor=factor, seed=seed % 1000
     ).double()
@@ -311,10 +316,10 @@ def test_incremental_decoding_matches_a_full_pass(
 @settings(max_examples=15, deadline=None)
 @given(seed=SEEDS, shift=st.integers(1, 4000), T=st.integers(1, 8))
 def test_layer_scores_are_shift_invariant(seed, shift, T) -> None:
-    """The cached rotation, shifted, changes a score q.k only by the cache's rounding: each
-    rotated coordinate is within e = rotation_gap_bound (eta = u + 1e-10: a float64 cosine
-    rounded once) of the exact rotation, so a score moves by at most
-    2 sum_i (e_q P_k + P_q e_k + e_q e_k), P >= |a| + |b| bounding the exact coordinate."""
+    """The cached rotation, shifted, changes a score q.k only by the cache's rounding:
+    each rotated coordinate is within e = rotation_gap_bound (eta = u + 1e-10: a float64
+    cosine rounded once) of the exact rotation, so a score moves by at most 2 sum_i (e_q
+    P_k + P_q e_k + e_q e_k), P >= |a| + |b| bounding the exact coordinate."""
     layer = ch.RopeSelfAttention(
         d_model=32, n_heads=4, max_positions=4096 + 8, causal=False, seed=seed % 1000
     )
@@ -569,7 +574,8 @@ def test_checks_reject_wrong_solutions_with_the_failing_case() -> None:
         )
 
 
-# --- Hand-computed cases, defaults hard-coded, and an independent attention layer -------------
+# --- Hand-computed cases, defaults hard-coded, and an independent attention layer
+# -------------
 
 
 from transformers.models.llama.modeling_llama import (  # noqa: E402
@@ -722,8 +728,8 @@ def test_pair_norms_by_hand() -> None:
 
 
 def exact_cos_sin(position_ids: torch.Tensor, d: int, base: float = 10000.0):
-    """cos and sin of m theta_i in float64, twice along the last axis (transformers' layout):
-    shape (B, T, d)."""
+    """cos and sin of m theta_i in float64, twice along the last axis (transformers'
+    layout): shape (B, T, d)."""
     inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     angles = position_ids[..., None].double() * inv_freq
     emb = torch.cat((angles, angles), dim=-1)
@@ -731,8 +737,8 @@ def exact_cos_sin(position_ids: torch.Tensor, d: int, base: float = 10000.0):
 
 
 def reference_layer(layer, x: torch.Tensor, position_ids: torch.Tensor, causal: bool):
-    """The layer's forward pass rebuilt from its weights and transformers' apply_rotary_pos_emb,
-    in float64 with exact cos and sin."""
+    """The layer's forward pass rebuilt from its weights and transformers'
+    apply_rotary_pos_emb, in float64 with exact cos and sin."""
     B, T, d_model = x.shape
     H = layer.n_heads
     head_dim = d_model // H
@@ -758,8 +764,9 @@ def reference_layer(layer, x: torch.Tensor, position_ids: torch.Tensor, causal: 
 
 @pytest.mark.parametrize("factor, causal", [(1.0, True), (0.5, True), (1.0, False)])
 def test_rope_attention_layer_against_an_independent_reference(factor, causal) -> None:
-    """Mathematics, so float64 throughout, with the layer's cache replaced by exact float64
-    cos and sin: rounding stays below 1e-13, a wrong rotation or mask moves outputs by O(0.1)."""
+    """Mathematics, so float64 throughout, with the layer's cache replaced by exact
+    float64 cos and sin: rounding stays below 1e-13, a wrong rotation or mask moves
+    outputs by O(0.1)."""
     kwargs = {} if causal else {"causal": False}
     if factor != 1.0:
         kwargs["partial_rotary_factor"] = factor
@@ -795,7 +802,8 @@ def test_rope_attention_layer_defaults_and_weight_scale() -> None:
         torch.arange(4096, dtype=torch.float64)[:, None]
         * 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16)
     )
-    # float32 rounding of values below 1 (u = 6e-8) plus float64 angle differences (< 1e-11)
+    # float32 rounding of values below 1 (u = 6e-8) plus float64 angle differences (<
+    # 1e-11)
     assert torch.allclose(layer.cos_cached.double(), expected_cos, rtol=0, atol=1e-7)
     std = layer.q_proj.weight.std().item()
     assert abs(std - 64**-0.5) < 0.1 * 64**-0.5  # N(0, 1/d_model) weights, 4096 samples
@@ -862,7 +870,8 @@ def test_check_rope_inputs_accepts_every_positive_base(base) -> None:
         ch.check_rope_inputs(x, torch.arange(3)[None], -base)
 
 
-# --- Rounding bounds of the chapter: by hand, and against float64 ---------------------------
+# --- Rounding bounds of the chapter: by hand, and against float64
+# ---------------------------
 
 
 def test_angle_error_bound_by_hand_and_against_float64() -> None:
@@ -900,7 +909,8 @@ def test_rotation_gap_bound_by_hand() -> None:
     assert bound.tolist() == pytest.approx(
         [per_pair * 5, per_pair, per_pair * 5, per_pair], rel=1e-12
     )
-    # interleaved: pairs (3, 0) and (4, 1); one eta per pair, spread onto both coordinates
+    # interleaved: pairs (3, 0) and (4, 1); one eta per pair, spread onto both
+    # coordinates
     eta = torch.tensor([0.0, 1.0])
     bound = ch.rotation_gap_bound(x, "interleaved", eta)
     first, second = (
@@ -926,8 +936,8 @@ def test_rotation_gap_bound_by_hand() -> None:
 def test_rotation_gap_bound_holds_against_the_exact_rotation(
     shape, seed, max_position
 ) -> None:
-    """A float32 RoPE against the float64 rotation by the same float32 angles: within the
-    lemma's bound with eta = 4u (cos and sin within 2 ulp of the exact ones)."""
+    """A float32 RoPE against the float64 rotation by the same float32 angles: within
+    the lemma's bound with eta = 4u (cos and sin within 2 ulp of the exact ones)."""
     x, position_ids = random_input(seed, shape, max_position, dtype=torch.float32)
     angles = ch.rope_angles(position_ids, shape[-1])[
         :, None
@@ -959,7 +969,8 @@ def test_rope_code_by_hand_and_the_wish_list_row() -> None:
     # D1 within the rounding of cos and sin: no drift beyond 2 * trig_code_error
     drift = np.abs(ch.rope_code(10, 384) - ch.rope_code(100, 384)[:10]).max()
     assert drift <= 2 * ch.trig_code_error(100)
-    # the verdicts of Chapter 2's rules on RoPE's codes (d = 384, 512 training positions)
+    # the verdicts of Chapter 2's rules on RoPE's codes (d = 384, 512 training
+    # positions)
     m = ch.measure_code(
         lambda T: ch.rope_code(T, 384),
         ch.rope_code(32, 192),
@@ -1144,7 +1155,8 @@ def test_ex_6_5(capsys) -> None:
             "check_convert_qk_weight",
             ("permute_head_rows(W", "interleaved_to_halves_perm(8)"),
         ),
-        # 6.5: the expected ids and the mistakes' ids are held, none counted from the mask
+        # 6.5: the expected ids and the mistakes' ids are held, none counted from the
+        # mask
         (
             "check_next_position_ids",
             (

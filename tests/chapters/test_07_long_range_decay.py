@@ -1,4 +1,5 @@
-"""Tests for Chapter 7: the decay integral, its closed form, the finite sum and the tail."""
+"""Tests for Chapter 7: the decay integral, its closed form, the finite sum and the
+tail."""
 
 from __future__ import annotations
 
@@ -237,7 +238,8 @@ def test_tiny_offsets_are_continuous(base: float) -> None:
         assert np.all(np.abs(ch.decay_integral_power(tiny, alpha) - 1) < 1e-6)
 
 
-# --- Independent references: scipy.special and scipy.integrate, written in the test -----------
+# --- Independent references: scipy.special and scipy.integrate, written in the test
+# -----------
 
 from scipy import integrate, special  # noqa: E402
 
@@ -245,7 +247,8 @@ CI_ZERO = 0.6165054856207162  # first zero of Ci (Abramowitz & Stegun 5.2; brent
 
 
 def _quad_cos_sin(delta: float, base: float) -> complex:
-    """int_0^1 exp(i delta base**-t) dt by plain adaptive quadrature (moderate delta)."""
+    """int_0^1 exp(i delta base**-t) dt by plain adaptive quadrature (moderate
+    delta)."""
     re = integrate.quad(
         lambda t: math.cos(delta * base**-t), 0, 1, limit=500, epsabs=1e-12
     )[0]

@@ -1,6 +1,7 @@
 """Chapter 8's experiment code, taken from the notebook: the six position modules (RoPE
-against Chapter 6's functions, ALiBi's slopes against the paper's rule, NoPE adding nothing),
-the tasks, a tiny training run that must beat chance, and the configuration errors."""
+against Chapter 6's functions, ALiBi's slopes against the paper's rule, NoPE adding
+nothing), the tasks, a tiny training run that must beat chance, and the configuration
+errors."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ SEEDS = st.integers(0, 2**31 - 1)
 
 
 def paper_slopes(n: int) -> list[float]:
-    """ALiBi's slopes as the authors' code computes them (start * ratio**i, recursion)."""
+    """ALiBi's slopes as the authors' code computes them (start * ratio**i,
+    recursion)."""
 
     def power_of_2(n: int) -> list[float]:
         start = 2 ** (-(2 ** -(math.log2(n) - 3)))
@@ -138,8 +140,9 @@ def test_neox_partial_equals_chapter_6_up_to_a_permutation(seed, head_dim, pct) 
 
 
 def test_rotary_inv_freq_layouts_by_hand() -> None:
-    # head_dim 16, a quarter of the pairs: p-RoPE keeps theta_0, theta_1 = 10000**(-1/8);
-    # NeoX rotates 4 coordinates with frequencies 1 and 10000**(-1/2) = 0.01.
+    # head_dim 16, a quarter of the pairs: p-RoPE keeps theta_0, theta_1 =
+    # 10000**(-1/8); NeoX rotates 4 coordinates with frequencies 1 and 10000**(-1/2) =
+    # 0.01.
     p = ch.rotary_inv_freq(16, fraction=0.25)
     neox = ch.rotary_inv_freq(16, fraction=0.25, keep="neox")
     assert p[:2].tolist() == pytest.approx([1.0, 10000 ** (-1 / 8)], rel=1e-6)
@@ -193,7 +196,8 @@ def test_alibi_slopes_match_the_papers_rule(heads) -> None:
 
 def test_alibi_slopes_by_hand() -> None:
     assert ch.alibi_slopes(8).tolist() == [2.0**-k for k in range(1, 9)]
-    # H = 6: the four slopes of 4 heads, then 2**-1 and 2**-3 from the eight-head sequence
+    # H = 6: the four slopes of 4 heads, then 2**-1 and 2**-3 from the eight-head
+    # sequence
     assert ch.alibi_slopes(6).tolist() == [
         0.25,
         0.0625,
@@ -216,7 +220,8 @@ def test_alibi_bias_is_minus_slope_times_offset() -> None:
     assert batched[1, 0, 2, 0].item() == pytest.approx(-4 / 16)
 
 
-# --- NoPE, learned, sinusoidal ---------------------------------------------------------
+# --- NoPE, learned, sinusoidal
+# ---------------------------------------------------------
 
 
 def test_nope_adds_nothing() -> None:
@@ -272,7 +277,8 @@ def test_absolute_tables() -> None:
             table.embed(torch.zeros(1, 13, 8), torch.arange(13))
 
 
-# --- model configuration -----------------------------------------------------------------
+# --- model configuration
+# -----------------------------------------------------------------
 
 
 def test_bad_configurations_raise_clear_errors() -> None:
@@ -305,7 +311,8 @@ def test_rope_rejects_an_odd_head_dim() -> None:
         ch.RoPE(7)
 
 
-# --- tasks, evaluation, training ---------------------------------------------------------
+# --- tasks, evaluation, training
+# ---------------------------------------------------------
 
 
 def test_tasks_by_hand() -> None:
@@ -428,7 +435,8 @@ def test_evaluation_in_chunks_matches_one_forward_pass() -> None:
         ch.evaluate_by_position(model, tokens, targets, torch.arange(12)[None])
 
 
-# --- exercise checks: the right answer passes, each typical mistake is named ------------
+# --- exercise checks: the right answer passes, each typical mistake is named
+# ------------
 
 
 def good_alibi_bias(slopes, num_positions):
@@ -509,7 +517,8 @@ def good_distance(weights):
 
 def test_check_mean_attention_distance(capsys) -> None:
     passes(ch.check_mean_attention_distance, good_distance, 5, capsys)
-    # hand-computed: uniform causal weights over T = 5 give (0 + 0.5 + 1 + 1.5 + 2) / 5 = 1
+    # hand-computed: uniform causal weights over T = 5 give (0 + 0.5 + 1 + 1.5 + 2) / 5
+    # = 1
     uniform = torch.tril(torch.ones(5, 5)) / torch.arange(1, 6)[:, None]
     assert good_distance(uniform[None, None]).tolist() == pytest.approx([1.0])
 
@@ -557,7 +566,8 @@ def test_checks_hold_expected_values(name, forbidden) -> None:
     assert_holds_values("08_does_position_matter", name, forbidden)
 
 
-# --- the training schedule and the defaults the prose quotes ------------------------------
+# --- the training schedule and the defaults the prose quotes
+# ------------------------------
 
 
 def test_lr_multiplier_by_hand() -> None:
@@ -801,7 +811,8 @@ def test_rope_rotate_rejects_mismatched_q_and_k() -> None:
         assert ch.RoPE(8).rotate(q, k, good)[0].shape == q.shape
 
 
-# --- seeds trained as one batched model ------------------------------------------------
+# --- seeds trained as one batched model
+# ------------------------------------------------
 
 
 def test_train_models_starts_where_train_model_starts() -> None:
@@ -879,14 +890,15 @@ def test_phase_similarity_by_hand() -> None:
     )
 
 
-# --- hybrid stacks and training in threads ------------------------------------------------
+# --- hybrid stacks and training in threads
+# ------------------------------------------------
 
 
 def test_hybrid_layers_without_rope_compute_what_nope_computes() -> None:
-    """nope_layers = every layer: the RoPE model equals a NoPE model with the same weights
-    (the same operations on the same tensors: bit-identical); one NoPE layer: the model
-    differs from both, and only the rotary layer still sees a shift of every position
-    (RoPE: none), so the hybrid too ignores it."""
+    """nope_layers = every layer: the RoPE model equals a NoPE model with the same
+    weights (the same operations on the same tensors: bit-identical); one NoPE layer:
+    the model differs from both, and only the rotary layer still sees a shift of every
+    position (RoPE: none), so the hybrid too ignores it."""
     torch.manual_seed(0)
     tokens = torch.randint(0, 9, (3, 11), generator=torch.Generator().manual_seed(2))
     rope = ch.TinyTransformer(
@@ -935,8 +947,8 @@ def test_nope_layers_reject_what_is_not_a_layer_of_a_rotary_model(
 
 def test_train_models_in_two_threads_equals_one_after_the_other() -> None:
     """The seed lock: two configurations trained side by side in threads get exactly the
-    weights they get one after the other (one PyTorch thread each: the same operations on
-    the same tensors, whichever thread runs them)."""
+    weights they get one after the other (one PyTorch thread each: the same operations
+    on the same tensors, whichever thread runs them)."""
     from concurrent.futures import ThreadPoolExecutor
 
     torch.set_num_threads(1)
@@ -960,7 +972,8 @@ def test_train_models_in_two_threads_equals_one_after_the_other() -> None:
                 assert torch.equal(x, y)
 
 
-# --- the rules that decide what the chapter may claim (issue 32, item 17) ---------------
+# --- the rules that decide what the chapter may claim (issue 32, item 17)
+# ---------------
 
 
 def test_separated_by_hand() -> None:

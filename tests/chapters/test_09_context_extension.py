@@ -28,7 +28,8 @@ LENGTHS = st.sampled_from([64, 512, 2048, 4096, 8192, 32768]) | st.integers(16, 
 
 
 def llama_config(params: dict, head_dim: int, max_pos: int = 4096) -> LlamaConfig:
-    """A LlamaConfig with these rope_parameters (a copy: transformers edits the dict)."""
+    """A LlamaConfig with these rope_parameters (a copy: transformers edits the
+    dict)."""
     return LlamaConfig(
         hidden_size=4 * head_dim,
         num_attention_heads=4,
@@ -1336,7 +1337,8 @@ def test_checks_hold_expected_values(name, forbidden) -> None:
     assert_holds_values("09_context_extension", name, forbidden)
 
 
-# --- the rules that decide what the chapter may claim (issue 32, item 17) ---------------
+# --- the rules that decide what the chapter may claim (issue 32, item 17)
+# ---------------
 
 
 def test_supported_by_hand() -> None:

@@ -1,8 +1,9 @@
 """Tests for Chapter 10, "Positions beyond a line" (notebooks/10_positions_in_2d.ipynb).
 
-Only the notebook's ``export`` cells are executed (bookkit.testing.load_chapter). References are
-independent of the module under test: Chapter 5's dense ``rope_matrix``, complex closed
-forms written here, hand-computed position ids, and ``transformers``' Qwen2-VL code.
+Only the notebook's ``export`` cells are executed (bookkit.testing.load_chapter).
+References are independent of the module under test: Chapter 5's dense ``rope_matrix``,
+complex closed forms written here, hand-computed position ids, and ``transformers``'
+Qwen2-VL code.
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
 
 def complex_score(q, k, omegas, p, p_key):
-    """(R(p) q) . (R(p') k) from the complex form: Re sum q_i conj(k_i) e^{i<w_i, p - p'>}."""
+    """(R(p) q) . (R(p') k) from the complex form: Re sum q_i conj(k_i) e^{i<w_i, p -
+    p'>}."""
     qc, kc = q[0::2] + 1j * q[1::2], k[0::2] + 1j * k[1::2]
     return float(
         np.real(np.sum(qc * np.conj(kc) * np.exp(1j * (omegas @ (p - p_key)))))
     )
 
 
-# --- the relative property of axial and mixed 2-D RoPE ----------------------------------
+# --- the relative property of axial and mixed 2-D RoPE
+# ----------------------------------
 
 
 @SETTINGS
@@ -148,7 +151,8 @@ def test_grid_shift_error_is_zero_for_rotary_codes_and_not_for_bits():
     assert ch.grid_shift_error(bits, 10, 10, (1, 0)) > 0.1  # binary codes jump (Ch. 2)
 
 
-# --- M-RoPE position ids against transformers ---------------------------------------------
+# --- M-RoPE position ids against transformers
+# ---------------------------------------------
 
 LAYOUTS = {
     "notes example": [("text", 4), ("image", (1, 4, 6)), ("text", 2)],
@@ -223,8 +227,8 @@ def test_position_ids_by_hand():
     ],
 )
 def test_rope_deltas_of_transformers_follow_the_papers_rule(layout, tiny):
-    """transformers' rope_deltas place the next token one past the largest id: the id the
-    paper's rule gives text that follows the prompt."""
+    """transformers' rope_deltas place the next token one past the largest id: the id
+    the paper's rule gives text that follows the prompt."""
     _, deltas = tiny[2].get_rope_index(**ch.transformers_inputs(layout))
     ours = ch.mrope_position_ids(layout + [("text", 1)])
     n_tokens = ours.shape[1] - 1
@@ -392,7 +396,8 @@ def test_attention_mask_places_ids_on_the_ones():
     assert boolean[0].tolist() == [0, 0, 1]
 
 
-# --- M-RoPE rotation against transformers ---------------------------------------------------
+# --- M-RoPE rotation against transformers
+# ---------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -500,7 +505,8 @@ def test_mrope_is_rope_for_text_and_relative_in_3d():
     )
 
 
-# --- bad input ------------------------------------------------------------------------------
+# --- bad input
+# ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -582,7 +588,8 @@ def test_other_bad_input_raises():
         ch.interaction_share(np.ones((3, 3)))
 
 
-# --- learned commuting rotations are multi-axis RoPE in another basis ----------------------
+# --- learned commuting rotations are multi-axis RoPE in another basis
+# ----------------------
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -655,7 +662,8 @@ def test_multi_axis_rope_generator_exponentiates_to_the_rope_matrix():
         )
 
 
-# --- the vision encoder's 2-D RoPE ------------------------------------------------------------
+# --- the vision encoder's 2-D RoPE
+# ------------------------------------------------------------
 
 
 def test_vision_rope_of_qwen2vl_is_axial_rope_rows_first():
@@ -676,7 +684,8 @@ def test_vision_rope_of_qwen2vl_is_axial_rope_rows_first():
     assert np.abs(sin[:, :16].double().numpy() - np.sin(angles)).max() <= bound
 
 
-# --- the exercise checks reject wrong answers and accept right ones ------------------------
+# --- the exercise checks reject wrong answers and accept right ones
+# ------------------------
 
 
 def axial_good(x, xy, base=100.0):
@@ -830,7 +839,8 @@ def test_check_image_position_ids(capsys):
     ch.check_image_position_ids(as_lists)
 
 
-# --- the kernels and maps the figures draw, against closed forms -------------------------
+# --- the kernels and maps the figures draw, against closed forms
+# -------------------------
 
 
 def test_cosine_kernel_and_offsets_by_hand():
@@ -868,7 +878,8 @@ def test_query_score_maps_closed_forms(height, width, query):
     def kernel(delta, base):  # sum_j cos(delta theta'_j), theta'_j = base**(-4j/d)
         return np.cos(delta[..., None] * base ** (-4 * j / d)).sum(-1)
 
-    # q = k = (1, 0, 1, 0, ...): every score is a sum of cosines of the angle differences
+    # q = k = (1, 0, 1, 0, ...): every score is a sum of cosines of the angle
+    # differences
     np.testing.assert_allclose(
         maps["2-D sinusoidal"], kernel(dx, 1e4) + kernel(dy, 1e4), atol=1e-10, rtol=0
     )
@@ -899,7 +910,8 @@ def test_query_score_maps_defaults():
     )
 
 
-# --- the tiny Qwen2-VL keeps its promises -------------------------------------------------
+# --- the tiny Qwen2-VL keeps its promises
+# -------------------------------------------------
 
 
 def test_tiny_qwen2vl_is_the_promised_model(tiny):

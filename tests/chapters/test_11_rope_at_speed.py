@@ -1,11 +1,12 @@
 """Tests for Chapter 11, "RoPE at speed"
 (notebooks/11_rope_at_speed.ipynb).
 
-Only the notebook's ``export`` cells are executed (bookkit.testing.load_chapter). The reference is
-``transformers``' own ``LlamaRotaryEmbedding`` and ``apply_rotary_pos_emb``; the
-tolerances come from the rounding bound stated here (each implementation rounds a
-product and a sum at most once: |y - y'| <= 4u(1 + u)(|x_j| + |x_j+D/2|), u the unit
-roundoff of the dtype), never from the module. Timings are never asserted.
+Only the notebook's ``export`` cells are executed (bookkit.testing.load_chapter). The
+reference is ``transformers``' own ``LlamaRotaryEmbedding`` and
+``apply_rotary_pos_emb``; the tolerances come from the rounding bound stated here (each
+implementation rounds a product and a sum at most once: |y - y'| <= 4u(1 + u)(|x_j| +
+|x_j+D/2|), u the unit roundoff of the dtype), never from the module. Timings are never
+asserted.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def assert_within_bound(got, want, x):
     assert bool((gap <= bound(x)).all()), f"max gap {gap.max().item():.3g}"
 
 
-# --- tables and cache ------------------------------------------------------------------
+# --- tables and cache
+# ------------------------------------------------------------------
 
 
 TWO_COSINES = 8 * UNIT_ROUNDOFF[torch.float32]  # 2 ulp per side (book/checking.md)
@@ -157,7 +159,8 @@ def test_rope_cache_builds_once_and_slices():
     assert torch.equal(other(7, 4)[1], ch.rope_tables(7, 4, 100.0)[1])
 
 
-# --- the implementations against transformers -------------------------------------------
+# --- the implementations against transformers
+# -------------------------------------------
 
 
 @SETTINGS
@@ -231,11 +234,12 @@ def compiled():
 
 
 # With ATEN_CPU_CAPABILITY forced below the CPU's own level, inductor's on-disk FX graph
-# cache (shared across processes, keyed without that variable) can serve a kernel generated
-# for the CPU's own vector width: it then fails to build, or computes garbage (checked by
-# hand: with a fresh TORCHINDUCTOR_CACHE_DIR, or TORCHINDUCTOR_FX_GRAPH_CACHE=0, both
-# forced levels compile and agree bit for bit). Chapter 11 leaves such a kernel out; only
-# at the CPU's own level is the compiler's output held to the bound here.
+# cache (shared across processes, keyed without that variable) can serve a kernel
+# generated for the CPU's own vector width: it then fails to build, or computes garbage
+# (checked by hand: with a fresh TORCHINDUCTOR_CACHE_DIR, or
+# TORCHINDUCTOR_FX_GRAPH_CACHE=0, both forced levels compile and agree bit for bit).
+# Chapter 11 leaves such a kernel out; only at the CPU's own level is the compiler's
+# output held to the bound here.
 FORCED_CAPABILITY = "ATEN_CPU_CAPABILITY" in os.environ
 
 
@@ -322,7 +326,8 @@ def test_complex_form_on_interleaved_pairs_within_bound(seed, T, h, dtype):
         rotations.imag, sin.float()
     )
     for x, want in ((q, q_hf), (k, k_hf)):
-        # the split-halves pair (j, j + h) sits at (2j, 2j + 1) in the interleaved layout
+        # the split-halves pair (j, j + h) sits at (2j, 2j + 1) in the interleaved
+        # layout
         order = torch.stack((torch.arange(h), torch.arange(h) + h), -1).flatten()
         got = ch.rope_complex_meta(x[..., order], rotations)
         assert got.dtype == dtype
@@ -362,7 +367,8 @@ def test_chapter6_function_is_the_copy_and_matches():
     assert ch.apply_rope_halves.__doc__ == ch06.apply_rope_halves.__doc__  # the copy
 
 
-# --- bad input --------------------------------------------------------------------------
+# --- bad input
+# --------------------------------------------------------------------------
 
 
 def good():
@@ -435,7 +441,8 @@ def test_complex_form_rejects_bad_input():
         ch.rope_complex_meta(torch.ones(1, 1, 5, 6), rotations)
 
 
-# --- the arithmetic of the bound ----------------------------------------------------------
+# --- the arithmetic of the bound
+# ----------------------------------------------------------
 
 
 def test_intensity_and_table_share_by_hand():
@@ -485,7 +492,8 @@ def test_rope_tolerance_by_hand():
         ch.rope_tolerance(torch.ones(2, dtype=torch.int64))
 
 
-# --- verification and the harness -------------------------------------------------------
+# --- verification and the harness
+# -------------------------------------------------------
 
 
 def test_candidates_are_the_eight_ways():
@@ -685,7 +693,8 @@ def test_scaling_sweep_reports_bytes_and_times():
 
 
 def test_bench_rope_smoke():
-    """bookkit/measure/bench_rope.py on a tiny shape: every pair verified, the last line's form."""
+    """bookkit/measure/bench_rope.py on a tiny shape: every pair verified, the last
+    line's form."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -773,7 +782,8 @@ def test_the_chapter_holds_no_target():
     assert "MISSED" not in text and "target <=" not in text
 
 
-# --- the check of Exercise 11.2 -----------------------------------------------------------
+# --- the check of Exercise 11.2
+# -----------------------------------------------------------
 
 
 def inplace_reference(x, cos, sin):
@@ -906,7 +916,8 @@ def test_check_rope_inplace_names_the_mistakes():
         )
 
 
-# --- the Triton kernel ------------------------------------------------------------------
+# --- the Triton kernel
+# ------------------------------------------------------------------
 
 
 def test_triton_rope_is_none_without_triton(monkeypatch):

@@ -1675,7 +1675,8 @@ def test_tiny_deepseek_v3_puts_the_factor_where_transformers_says(
     mscale, mscale_all_dim
 ) -> None:
     """Tables scaled by g(s, mu) / g(s, mu_all), softmax scale by g(s, mu_all)**2: both
-    computed here from the formula, and the tables' factor from transformers' YaRN rule."""
+    computed here from the formula, and the tables' factor from transformers' YaRN
+    rule."""
     rope = {
         "rope_type": "yarn",
         "rope_theta": 10000.0,

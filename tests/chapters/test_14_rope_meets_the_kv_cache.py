@@ -293,7 +293,8 @@ def test_kv_cache_errors_and_traffic() -> None:
             call()
 
 
-# --- the rolling cache -----------------------------------------------------------------
+# --- the rolling cache
+# -----------------------------------------------------------------
 
 
 def reference_keep(length: int, size: int, n_sink: int) -> list[int]:
@@ -465,7 +466,8 @@ def test_gpt_oss_layer_matches_module() -> None:
     assert (ours - expected).abs().max() < 1e-12
 
 
-# --- padding ------------------------------------------------------------------------------
+# --- padding
+# ------------------------------------------------------------------------------
 
 
 def test_mask_position_ids() -> None:
@@ -514,7 +516,8 @@ def test_llama_rotary_tables_are_float32_in_a_float64_model() -> None:
     assert (cos[0, 0, :4] - exact).abs().max() > 1e-9  # float32 angle rounding
 
 
-# --- exercise checks ------------------------------------------------------------------------
+# --- exercise checks
+# ------------------------------------------------------------------------
 
 
 def decoupled_solution(q_nope, q_rope, latents, k_rope_cache, W_UK, m):

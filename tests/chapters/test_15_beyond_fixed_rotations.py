@@ -1,7 +1,8 @@
-"""Chapter 15's codes, taken from the notebook and checked against independent references:
-T5's buckets and bias against transformers' T5Attention; KERPLE, FIRE, xPos, HoPE and FoPE
-against their formulas written here in float64; CoPE and PaTH against plain loops; the two
-new tasks against loops; the batched trainer against separate runs; every ValueError."""
+"""Chapter 15's codes, taken from the notebook and checked against independent
+references: T5's buckets and bias against transformers' T5Attention; KERPLE, FIRE, xPos,
+HoPE and FoPE against their formulas written here in float64; CoPE and PaTH against
+plain loops; the two new tasks against loops; the batched trainer against separate runs;
+every ValueError."""
 
 from __future__ import annotations
 
@@ -115,7 +116,8 @@ def test_t5_rejects_bad_input() -> None:
         ch.T5Bias(4, 16, 4)
 
 
-# --- KERPLE ----------------------------------------------------------------------------
+# --- KERPLE
+# ----------------------------------------------------------------------------
 
 
 @settings(max_examples=40, deadline=None)
@@ -161,7 +163,8 @@ def test_kerple_rejects_bad_input() -> None:
         ch.kerple_bias([1, 2], 1.0, 1.0)
 
 
-# --- FIRE ------------------------------------------------------------------------------
+# --- FIRE
+# ------------------------------------------------------------------------------
 
 
 def reference_fire_distance(
@@ -240,7 +243,8 @@ def test_fire_rejects_bad_input() -> None:
         ch.FIREBias(2, c=-1.0)
 
 
-# --- xPos ------------------------------------------------------------------------------
+# --- xPos
+# ------------------------------------------------------------------------------
 
 
 def test_xpos_zeta_is_the_reference_codes() -> None:
@@ -319,7 +323,8 @@ def test_xpos_rejects_bad_input() -> None:
         ch.xpos_curve([1.0, np.inf], 8)
 
 
-# --- HoPE and FoPE ---------------------------------------------------------------------
+# --- HoPE and FoPE
+# ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -394,7 +399,8 @@ def test_hope_and_fope_reject_bad_input() -> None:
         ch.FoPE(16, 2, 3)
 
 
-# --- CoPE ------------------------------------------------------------------------------
+# --- CoPE
+# ------------------------------------------------------------------------------
 
 
 def reference_cope_logits(
@@ -489,7 +495,8 @@ def test_cope_rejects_bad_input() -> None:
         ch.CoPE(4, 0)
 
 
-# --- PaTH ------------------------------------------------------------------------------
+# --- PaTH
+# ------------------------------------------------------------------------------
 
 
 def reference_path_logits(q, k, w, beta) -> np.ndarray:
@@ -595,7 +602,8 @@ def test_path_rejects_bad_input() -> None:
         )
 
 
-# --- tasks -----------------------------------------------------------------------------
+# --- tasks
+# -----------------------------------------------------------------------------
 
 
 @settings(max_examples=30, deadline=None)
@@ -669,7 +677,8 @@ def test_tasks_are_seeded_and_reject_bad_input() -> None:
         ch.flip_flop_batch(torch.Generator(), 2, 8, p_write=0.0)
 
 
-# --- the model and the trainer ---------------------------------------------------------
+# --- the model and the trainer
+# ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -767,7 +776,8 @@ def test_side_by_side_rejects_bad_runs() -> None:
         ch.train_side_by_side(ch.LabConfig(scheme="bad"), [(ch.count_batch, 0)])
 
 
-# --- the exercise checks ---------------------------------------------------------------
+# --- the exercise checks
+# ---------------------------------------------------------------
 
 
 def good_count_positions(gates):
