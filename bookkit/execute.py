@@ -115,6 +115,11 @@ def background_lane() -> ProcessPoolExecutor:
     return ProcessPoolExecutor(1, initializer=lower_priority)
 
 
+def executed_line(path: Path, seconds: float) -> str:
+    """The line printed for each executed page (`make bench` reads it from the log)."""
+    return f"{path.name}: executed in {seconds:.0f} s"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cache", type=Path, help="the build's .jupyter_cache folder")
@@ -142,7 +147,7 @@ def main(argv: list[str]) -> int:
                 print(f"{path.name}: failed after {seconds:.0f} s; the build reruns it")
                 continue
             store(cache, path, executed, seconds)
-            print(f"{path.name}: executed in {seconds:.0f} s", flush=True)
+            print(executed_line(path, seconds), flush=True)
     total = time.perf_counter() - start
     print(f"{len(futures)} notebooks in {total:.0f} s, in two lanes"
           + (f"; failed: {', '.join(failed)}" if failed else ""))

@@ -4,7 +4,9 @@
     make determinism           # run each notebook again alone; same printed output?
 
 `make bench` reads each notebook's execution time from the build's own log (every
-notebook executes once per `make test`), prints a table and writes _build/bench.json.
+notebook executes once per `make test`, two at a time: bookkit.execute's lanes),
+prints a table and writes _build/bench.json. `make determinism` runs each notebook
+alone (the budget's measure) and prints its time.
 Timings vary with the machine and its load: reported in notes, never asserted in tests.
 The .venv and the vendored JavaScript are kept (a fresh clone adds about a minute of
 pip install).
@@ -28,9 +30,8 @@ from bookkit.paths import BUILD, EXECUTED_NOTEBOOKS, ROOT
 from bookkit.run import execute_standalone
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours, should the log have any
-EXECUTED_LINE = re.compile(
-    r"notebooks/(\d\d_\w+)\.ipynb: Executed notebook in ([\d.]+) s"
-)
+# what bookkit.execute prints for every page it executes (chapters and guides)
+EXECUTED_LINE = re.compile(r"^(\w+)\.ipynb: executed in ([\d.]+) s$")
 
 
 def fresh_make_test() -> tuple[float, dict[str, float], int]:
@@ -47,7 +48,7 @@ def fresh_make_test() -> tuple[float, dict[str, float], int]:
     times: dict[str, float] = {}
     for line in proc.stdout:
         sys.stdout.write(line)
-        match = EXECUTED_LINE.search(ANSI.sub("", line))
+        match = EXECUTED_LINE.match(ANSI.sub("", line).strip())
         if match:
             times[match.group(1)] = float(match.group(2))
     status = proc.wait()

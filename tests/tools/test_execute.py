@@ -109,3 +109,17 @@ def test_settings_come_from_the_books_config() -> None:
     config = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]
     assert execute_notebooks.execution_settings() == (config["timeout"], False)
     assert config["execute_notebooks"] == "cache" and config["run_in_temp"] is True
+
+
+def test_make_bench_reads_the_lines_the_executor_prints() -> None:
+    """`make bench` times each page from the build's log: a chapter and a guide, as
+    bookkit.execute prints them, and nothing from a failure line."""
+    from bookkit.measure.bench import EXECUTED_LINE
+
+    for name, seconds in (("08_does_position_matter", 211.4), ("rope_recipes", 21.0)):
+        line = execute_notebooks.executed_line(Path(f"/x/{name}.ipynb"), seconds)
+        match = EXECUTED_LINE.match(line)
+        assert match and match.groups() == (name, str(round(seconds)))
+    assert EXECUTED_LINE.match("rope_recipes.ipynb: executed in 21 s")
+    failure = "09_context_extension.ipynb: failed after 12 s; the build reruns it"
+    assert EXECUTED_LINE.match(failure) is None
