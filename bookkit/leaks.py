@@ -35,7 +35,7 @@ from pathlib import Path
 
 from bookkit.chapters import page_paths
 from bookkit.notebook import WITHHELD_PAGES, is_solution, read, student_note
-from bookkit.paths import BIBFILE, BOOK, EXECUTED_NOTEBOOKS, ROOT
+from bookkit.paths import BIBFILE, BOOK, EXECUTED_NOTEBOOKS, ROOT, SCHEDULE
 
 N = 6
 WORD = re.compile(r"[a-z0-9_]+")
@@ -130,7 +130,17 @@ def collect(withheld: list[str], executed: Path | None = None
             secret[f"{rel} solution {k + 1}"] = found["body"]
         public.append(SOLUTION_DIRECTIVE.sub(" ", text))
     public.append(BIBFILE.read_text())  # the bibliography
+    public += session_slide_texts()
     return secret, public
+
+
+def session_slide_texts() -> list[str]:
+    """The texts the slides compose from public pages (an exercise's title from its
+    chapter, its kind and minutes from the schedule): public in that composed form."""
+    from bookkit.editions.slides import exercise_titles, session_slides
+
+    slides = session_slides(SCHEDULE.read_text(), exercise_titles())
+    return [spec["text"] for specs in slides.values() for spec in specs]
 
 
 def has_text(secret: str) -> bool:

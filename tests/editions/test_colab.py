@@ -169,7 +169,7 @@ def test_links_reach_built_pages(site: Path) -> None:
             re.findall(r"\]\((" + re.escape(prefix) + r"[^)\s]*)\)", text)
         ):
             page, _, anchor = url.removeprefix(prefix).partition("#")
-            target = site / page
+            target = site / (page or "index.html")  # the site's own address
             if not target.is_file():
                 missing.append(url)
             elif anchor:

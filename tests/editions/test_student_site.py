@@ -211,6 +211,17 @@ def test_leak_search_sees_rendered_solutions(tmp_path: Path, secrets) -> None:
 
 
 @pytest.mark.unit
+def test_a_slides_exercise_line_is_public(tmp_path: Path, secrets) -> None:
+    """The slides compose "Exercise 13.2 · <title> (code, 25 min)" from the chapter's
+    title and the schedule's note; the instructor page's table says "<title> | code":
+    the same words, yet nothing withheld."""
+    line = "- Exercise 13.2 · Migrating a Gemma 3 configuration (code, 25 min)"
+    slide = f"<section><p>{html.escape(line)}</p></section>"
+    (tmp_path / "slide.html").write_text(slide)
+    assert solution_leaks.scan(tmp_path, secrets) == {}
+
+
+@pytest.mark.unit
 def test_staged_chapter_has_no_solution_and_no_check_output() -> None:
     path = PATHS[1]
     executed = read(path)
@@ -344,5 +355,6 @@ def test_course_pages_say_solutions_are_in_drop_downs_only_on_the_full_site(
 def test_student_site_course_pages_promise_no_solutions(student_site: Path) -> None:
     for name in ("index", "running", "schedule"):
         text = (student_site / "book" / "course" / f"{name}.html").read_text()
-        words = re.sub(r"<[^>]+>", " ", text)
+        shown = re.sub(r"<(script|style)\b.*?</\1>", " ", text, flags=re.S)
+        words = re.sub(r"<[^>]+>", " ", shown)  # what a reader reads, not the scripts
         assert not FULL_SITE_ONLY.search(words), f"{name}.html: {FULL_SITE_ONLY}"

@@ -155,6 +155,7 @@ def test_copies_are_detected_when_they_drift(tmp_path, monkeypatch) -> None:
 
 def test_a_function_defined_in_two_chapters_is_refused() -> None:
     import nbformat
+
     def notebook(*cells):
         return nbformat.v4.new_notebook(cells=list(cells))
 
@@ -201,3 +202,23 @@ def test_setup_cell_is_short_and_plain(path) -> None:
         assert website_only not in setup.source, (
             f"{path.name}: {website_only!r} belongs in bookkit/ipython (the build)"
         )
+
+
+def test_figure_metadata_is_where_myst_nb_reads_it() -> None:
+    """A figure's caption, name and alt text live under the cell's ``mystnb`` key
+    (CONTRIBUTING.md): an ``image`` or ``figure`` key beside it is ignored by myst-nb,
+    and the site then shows a file name as the alt text, or no text alternative."""
+    misplaced, without_alt = [], []
+    for path in notebook_paths():
+        for cell in read(path).cells:
+            where = f"{path.name} cell {cell.get('id')}"
+            if {"image", "figure"} & set(cell.metadata):
+                misplaced.append(where)
+            options = cell.metadata.get("mystnb", {})
+            if (
+                "figure" in options
+                and not options.get("image", {}).get("alt", "").strip()
+            ):
+                without_alt.append(where)
+    assert not misplaced, f"move image/figure under mystnb: {misplaced}"
+    assert not without_alt, f"figures without mystnb.image.alt: {without_alt}"
