@@ -19,10 +19,11 @@ writes
   (``bookkit.notebook.student_notebook``), so no solutions at all, and its links
   point at the course's student site (``course.student_site``), not the website.
 
-The numbers are the website's: sphinx-proof counts each kind per chapter (Theorem 3.1,
-Lemma 3.1, ...), sphinx-exercise counts exercises, Sphinx counts labelled equations and
-figures (a figure is numbered when it has a caption and a name: the cell metadata
-``mystnb.figure`` or a ``{figure}`` directive with ``:name:``).
+The numbers are the website's: sphinx-proof counts every theorem-like kind with one
+counter per chapter (Lemma 3.1, Definition 3.2, Theorem 3.3, ...: _config.yml's
+prf_realtyp_to_countertyp), sphinx-exercise counts exercises, Sphinx counts labelled
+equations and figures (a figure is numbered when it has a caption and a name: the cell
+metadata ``mystnb.figure`` or a ``{figure}`` directive with ``:name:``).
 
 Why the numbers are counted here and not read from the build: the editions are written
 by ``make sync`` from the sources alone, in a second, and committed; taking the numbers
@@ -83,6 +84,15 @@ PRF_KINDS = {
     "algorithm",
 }
 NUMBERED = {f"prf:{k}" for k in PRF_KINDS} | {"exercise"}
+
+
+def counter(name: str) -> str:
+    """The counter a numbered directive advances: one for every theorem-like kind
+    (_config.yml's prf_realtyp_to_countertyp maps each to theorem's), one for
+    exercises."""
+    return "prf:theorem" if name.startswith("prf:") else name
+
+
 # Exercise titles carry their own number ("6.2 · Title", with :nonumber: on the site).
 OWN_NUMBER = re.compile(r"^(\d+\.\d+)\s*·\s*")
 
@@ -252,8 +262,8 @@ def collect_targets(book: Book, nbs: dict[Path, nbformat.NotebookNode]) -> None:
                         f"{page}#{options['name']}",
                     )
                 if name in NUMBERED:
-                    counts[name] += 1
-                    running = numbered(page_no, counts[name])
+                    counts[counter(name)] += 1
+                    running = numbered(page_no, counts[counter(name)])
                     number, _ = numbered_title(name, arg, running)
                     if "label" in options:
                         book.targets[options["label"]] = Target(
@@ -406,9 +416,9 @@ class Converter:
 
     def directive(self, name: str, arg: str, options: dict, body: str) -> str:
         if name in NUMBERED:
-            self.counts[name] += 1
+            self.counts[counter(name)] += 1
             title, arg = numbered_title(
-                name, arg, numbered(self.chapter, self.counts[name])
+                name, arg, numbered(self.chapter, self.counts[counter(name)])
             )
             title += f" ({self.inline(arg)})" if arg else ""
             return lead(f"**{title}.**", self.convert(body))

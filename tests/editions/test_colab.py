@@ -83,6 +83,30 @@ def test_student_edition_has_no_solution(chapter: Path) -> None:
     assert badge.endswith(f"/colab/{chapter.name}"), badge
 
 
+def test_theorem_like_blocks_share_one_counter() -> None:
+    """A lemma after a theorem is 9.2 and a definition after them 9.3, in the text
+    and in a reference, as on the site (_config.yml's prf_realtyp_to_countertyp)."""
+    md = nbformat.v4.new_markdown_cell
+    blocks = "\n\n".join(
+        f"```{{prf:{kind}}} {title}\n:label: {label}\n\nText.\n```"
+        for kind, title, label in (
+            ("theorem", "One", "thm-09-one"),
+            ("lemma", "Two", "lem-09-two"),
+            ("definition", "Three", "def-09-three"),
+        )
+    )
+    cells = [md("# Demo\n\n<!-- colab-badge -->"),
+             md(blocks + "\n\nBy {prf:ref}`def-09-three`.")]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    path = ROOT / "notebooks" / "09_demo.ipynb"
+    text = "\n\n".join(
+        c.source for c in colab_edition(nb, path, make_book({path: nb})).cells
+    )
+    for title in ("Theorem 9.1 (One)", "Lemma 9.2 (Two)", "Definition 9.3 (Three)"):
+        assert f"**{title}.**" in text
+    assert "[Definition 9.3](" in text
+
+
 def test_conversion_of_each_construct() -> None:
     md = nbformat.v4.new_markdown_cell
     cells = [
