@@ -233,13 +233,12 @@ def compiled():
     return ch.compile_rope_kernel()
 
 
-# With ATEN_CPU_CAPABILITY forced below the CPU's own level, inductor's on-disk FX graph
-# cache (shared across processes, keyed without that variable) can serve a kernel
-# generated for the CPU's own vector width: it then fails to build, or computes garbage
-# (checked by hand: with a fresh TORCHINDUCTOR_CACHE_DIR, or
-# TORCHINDUCTOR_FX_GRAPH_CACHE=0, both forced levels compile and agree bit for bit).
-# Chapter 11 leaves such a kernel out; only at the CPU's own level is the compiler's
-# output held to the bound here.
+# With ATEN_CPU_CAPABILITY forced below the CPU's own level, this machine once saw the
+# compiled kernel fail to build or disagree; a fresh TORCHINDUCTOR_CACHE_DIR (or
+# TORCHINDUCTOR_FX_GRAPH_CACHE=0) made both forced levels compile and agree, which
+# points at inductor's on-disk FX graph cache. That was observed by hand, not isolated
+# by a reproduction here: so Chapter 11 leaves such a kernel out, and only at the CPU's
+# own level is the compiler's output held to the bound.
 FORCED_CAPABILITY = "ATEN_CPU_CAPABILITY" in os.environ
 
 
