@@ -603,6 +603,39 @@ def test_neighbours_kept_with_equal_and_zero_gaps() -> None:
     assert ch.neighbours_kept(codes, codes + 7.0, entry_error=0.0)
 
 
+def test_neighbours_kept_on_grids_by_hand() -> None:
+    grid = np.array([[[0.0, 0.0], [3.0, 0.0]], [[0.0, 2.0], [3.0, 2.5]]])  # 2 x 2
+    # gaps: across 3 and sqrt(9.25), down 2 and 2.5; the smallest is 2
+    assert ch.neighbours_kept(np.array([[0.0], [2.0], [4.0]]), grid)
+    assert not ch.neighbours_kept(np.array([[0.0], [2.5], [5.0]]), grid)
+    assert ch.neighbours_kept(grid, grid + 1.0) and ch.neighbours_kept(grid, grid[:1])
+    assert not ch.neighbours_kept(grid, grid[:1] / 2)  # one row: gap 3/2 < 2
+    with pytest.raises(ValueError, match="two cells"):
+        ch.neighbours_kept(grid, grid[:1, :1])
+
+
+def test_d3_measurements_by_hand() -> None:
+    # box [0, 1] x [0, 2], largest norm sqrt 5
+    seen = np.array([[0.0, 0.0], [1.0, 2.0]])
+    m = ch.d3_measurements(seen, np.array([[2.0, 2.0], [0.5, 0.005]]), seen, seen)
+    assert m["has_code"] and m["width"] == 2 and m["gap_ok"]
+    assert m["coordinates_out"] == 1 and m["excursion"] == 1.0
+    assert m["outside"] == pytest.approx(1 / np.sqrt(5))
+    # 1 % of the range 2 is 0.02: 0.015 beyond is not out of range
+    assert ch.d3_measurements(seen, [[1.0, 2.015]], seen, seen)["coordinates_out"] == 0
+    none = ch.d3_measurements(seen, None, seen, None)
+    assert not none["has_code"] and not none["gap_ok"] and none["coordinates_out"] == 0
+    assert np.isnan(none["excursion"]) and np.isnan(none["outside"])
+
+
+def test_logit_test_groups_by_the_given_spread() -> None:
+    codes = np.random.default_rng(2).standard_normal((6, 4))
+    default = ch.logit_test(codes, rotary=False)
+    grouped = ch.logit_test(codes, rotary=False, spread=lambda s: float(s.shape[0]))
+    assert grouped == (6.0, default[1])  # the same bound, the given grouping
+    assert default == ch.logit_test(codes, rotary=False, spread=ch.diagonal_spread)
+
+
 def test_logit_test_bound_holds_for_codes_off_by_entry_error() -> None:
     """Codes whose exact logits are relative, perturbed by up to e per entry: the spread
     stays within the bound computed with entry_error = e, and the bound is not vacuous

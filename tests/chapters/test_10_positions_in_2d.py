@@ -1163,14 +1163,111 @@ def test_transformers_inputs_is_a_batch_of_one():
     assert padded["attention_mask"][1].tolist() == [0] * 4 + [1] * 3
 
 
-def test_grid_neighbour_gap_by_hand():
-    codes = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 2.0], [3.0, 2.5]])  # 2 x 2 grid
-    assert ch.grid_neighbour_gap(codes, 2, 2) == 2.0  # (0, 0) to (0, 1): 2
-    assert ch.grid_neighbour_gap(codes, 1, 4) == 3.0  # one row: (0, 0) to (3, 0)
-    with pytest.raises(ValueError, match="height \\* width"):
-        ch.grid_neighbour_gap(codes, 3, 3)
-    with pytest.raises(ValueError, match="two patches"):
-        ch.grid_neighbour_gap(codes[:1], 1, 1)
+def test_rotary_code_error_by_hand():
+    u = 2.0**-53
+    gamma_2 = 2 * u / (1 - 2 * u)
+    omegas = np.array([[1.0, -0.5], [0.25, 0.0]])  # largest |omega_i|_1 = 1.5
+    assert ch.rotary_code_error(omegas, 10) == pytest.approx(
+        gamma_2 * 10 * 1.5 + 4 * u, rel=1e-12
+    )
+    three_axes = np.array([[0.0, 1.0, 1.0]])
+    gamma_3 = 3 * u / (1 - 3 * u)
+    assert ch.rotary_code_error(three_axes, 4) == pytest.approx(
+        gamma_3 * 8 + 4 * u, rel=1e-12
+    )
+    with pytest.raises(ValueError, match="radius"):
+        ch.rotary_code_error(omegas, -1)
+
+
+def test_rotary_code_error_covers_the_codes():
+    """rotary_code against cos and sin of angles summed in another order (exact
+    integers times the same omegas): within twice the bound."""
+    rng = np.random.default_rng(5)
+    omegas = rng.uniform(-1.0, 1.0, size=(8, 2))
+    xy = rng.integers(-47, 48, size=(200, 2)).astype(np.float64)
+    got = ch.rotary_code(xy, omegas)
+    angles = xy[:, 1:2] * omegas[:, 1] + xy[:, 0:1] * omegas[:, 0]
+    e = ch.rotary_code_error(omegas, 47)
+    assert np.abs(got[:, 0::2] - np.cos(angles)).max() <= 2 * e
+    assert np.abs(got[:, 1::2] - np.sin(angles)).max() <= 2 * e
+
+
+def test_offset_grid_by_hand():
+    assert ch.offset_grid(1).tolist() == [
+        [-1, -1],
+        [0, -1],
+        [1, -1],
+        [-1, 0],
+        [0, 0],
+        [1, 0],
+        [-1, 1],
+        [0, 1],
+        [1, 1],
+    ]
+    assert ch.offset_grid(0).tolist() == [[0, 0]]
+
+
+def test_measure_grid_code_of_a_slow_rotary_code_by_hand():
+    """Axial planes of frequency 0.1: trained offsets |dx|, |dy| <= 3 turn them by at
+    most 0.3 rad, the test's offsets up to 5 by 0.5 rad: every coordinate leaves its
+    range, and the farthest new code (offset (5, 5)) lies a chord 2 sin(0.1) per plane
+    outside, of the norm sqrt(2) of every code."""
+    omegas = np.array([[0.1, 0.0], [0.0, 0.1]])
+    e = ch.rotary_code_error(omegas, 5)
+    m = ch.measure_grid_code(
+        lambda xy: ch.rotary_code(xy, omegas), 4, 6, 0, entry_error=e, rotary=True
+    )
+    cos_out = (np.cos(0.3) - np.cos(0.5)) / (1 - np.cos(0.3))
+    sin_out = (np.sin(0.5) - np.sin(0.3)) / (2 * np.sin(0.3))
+    assert m["on_offsets"] and m["has_code"] and m["width"] == 4
+    assert m["coordinates_out"] == 4
+    assert m["excursion"] == pytest.approx(max(cos_out, sin_out), rel=1e-9)
+    assert m["outside"] == pytest.approx(2 * np.sin(0.1), rel=1e-9)
+    assert m["gap_ok"] and m["distinct"] and m["drift"] <= m["drift_bound"] == 2 * e
+    assert m["logit_spread"] <= m["logit_bound"] < 1e-10
+    assert ch.score(m) == {
+        "D1": True,
+        "D2": True,
+        "D3": False,
+        "D4": True,
+        "D5": True,
+        "logits": True,
+    }
+    # planes turning a quarter turn per step meet only cos, sin in {-1, 0, 1}, all
+    # seen on offsets up to 3: nothing leaves its range (up to rounding, 1e-15)
+    quarter = np.pi / 2 * np.eye(2)
+    fast = ch.measure_grid_code(
+        lambda xy: ch.rotary_code(xy, quarter),
+        4,
+        6,
+        0,
+        entry_error=ch.rotary_code_error(quarter, 5),
+        rotary=True,
+    )
+    assert fast["coordinates_out"] == 0 and fast["excursion"] < 1e-12
+
+
+def test_measure_grid_code_of_the_position_itself_by_hand():
+    """The code (x, y): trained range [0, 2] per coordinate, new cells up to 4."""
+    m = ch.measure_grid_code(
+        lambda xy: xy.copy(), 3, 5, 7, entry_error=0.0, rotary=False
+    )
+    assert not m["on_offsets"] and m["coordinates_out"] == 2
+    assert m["excursion"] == 1.0  # (4 - 2) / 2
+    assert m["outside"] == pytest.approx(1.0)  # |(4, 4) - (2, 2)| / |(2, 2)|
+    assert m["gap_ok"] and m["drift"] == 0.0 and m["parameters"] == 7
+    assert m["shift"] < 1e-12 and m["grid_shift"] < 1e-12  # an exact translation
+    assert m["logit_spread"] > 1e6 * m["logit_bound"]  # W_Q p_m . W_K p_n: absolute
+    assert ch.score(m) == {
+        "D1": True,
+        "D2": True,
+        "D3": False,
+        "D4": False,
+        "D5": False,
+        "logits": False,
+    }
+    with pytest.raises(ValueError, match="larger than the training grid"):
+        ch.measure_grid_code(lambda xy: xy, 5, 5, 0, entry_error=0.0, rotary=False)
 
 
 @pytest.mark.parametrize("shift", [(1, 0), (0, 1), (1, 1)])
