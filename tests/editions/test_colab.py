@@ -214,14 +214,18 @@ def test_numbers_are_the_builds(site: Path) -> None:
     with (BUILD / ".doctrees" / "environment.pickle").open("rb") as f:
         env = pickle.load(f)  # the build's own record, written by `make book`
     built: dict[str, str] = {}
+    # sphinx-proof numbers every theorem-like kind with theorem's counter
+    # (prf_realtyp_to_countertyp); the title says the block's own kind (its realtype)
+    real = {label: entry["realtype"] for label, entry in env.proof_list.items()}
     for doc, kinds in env.toc_fignumbers.items():
         for kind, ids in kinds.items():
             for node_id, number in ids.items():
                 label = node_id.removeprefix("equation-")
                 text = ".".join(map(str, number))
+                name = "Figure" if kind == "figure" else real.get(label, kind)
                 built[f"{doc.rsplit('/', 1)[-1]}#{label}"] = (
                     f"({text})" if kind == "displaymath" else
-                    f"{'Figure' if kind == 'figure' else kind.capitalize()} {text}")
+                    f"{name.capitalize()} {text}")
     book = make_book({p: read(p) for p in CHAPTERS})
     compared, wrong = 0, []
     for label, target in book.targets.items():
@@ -237,6 +241,10 @@ def test_numbers_are_the_builds(site: Path) -> None:
     assert not wrong, "\n".join(wrong)
     figures = sum(len(k.get("figure", {})) for k in env.toc_fignumbers.values())
     assert compared >= figures > 50, (compared, figures)
+    # one counter per chapter: a lemma after a definition takes the next number
+    shared = {tuple(map(str, built[k].split()[1].split("."))) for k in built
+              if k.split("#")[-1] in real}
+    assert len(shared) == len([k for k in built if k.split("#")[-1] in real])
 
 
 def figure_notebook() -> nbformat.NotebookNode:
